@@ -1,0 +1,31 @@
+"""Shared fixtures: one local SparkSession for the whole test session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_logs"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One small local session (local[2], UI off, few shuffle partitions) for every test."""
+    from toolkit.spark import get_spark
+
+    os.environ.pop("SPARK_REMOTE", None)
+    session = get_spark(
+        "local[2]",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        app_name="stream-incident-tests",
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO

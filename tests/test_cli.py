@@ -1,0 +1,43 @@
+"""Command line: exit codes, messages and outputs."""
+
+from __future__ import annotations
+
+import json
+
+from toolkit.cli import EXIT_OK, EXIT_USAGE, main
+
+
+def test_missing_bundle_is_one_sentence_and_exit_2(tmp_path, capsys):
+    code = main(["parse", str(tmp_path / "nope"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE
+    assert err.strip().splitlines()[-1].startswith("stream-incident: bundle not found")
+    assert "Traceback" not in err
+
+
+def test_unknown_command_exits_2(capsys):
+    try:
+        main(["frobnicate"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_parse_writes_tables_and_summary(spark, tmp_path, capsys):
+    bundle = tmp_path / "bundle"
+    (bundle / "host-a").mkdir(parents=True)
+    (bundle / "host-a" / "app.log").write_text(
+        "[2026-03-07 14:02:11,408] INFO stream-thread [a-StreamThread-1] Starting "
+        "(org.apache.kafka.streams.processor.internals.StreamThread)\n"
+        "garbage that is no log line\n"
+    )
+    (bundle / "host-a" / "mystery.txt").write_text("???\n")
+    out = tmp_path / "out"
+    assert main(["parse", str(bundle), "--out", str(out), "--quiet"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "host-a/app.log" in text and "kafka-log4j" in text
+    assert "unparsed host-a/mystery.txt:1: ???" in text  # unknown lines are shown, not hidden
+    data = json.loads((out / "ingest.json").read_text())
+    assert data["totals"] == {"lines": 3, "records": 1, "continuation": 1, "unparsed": 1, "files": 2,
+                              "problems": 1, "unaccounted_files": 0}
+    assert spark.read.parquet(str(out / "records.parquet")).count() == 2

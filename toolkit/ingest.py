@@ -1,0 +1,189 @@
+"""Stage 1 of the pipeline: a bundle in, ``records.parquet`` and ``ingest.json`` out.
+
+``ingest.json`` accounts for every line of every file: ``lines == records + continuation +
+unparsed``. Damaged input is listed in ``problems`` with the file and the reason; it never stops
+the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from toolkit.bundle import Bundle, IngestProblem, open_bundle
+from toolkit.layouts import ParsedLogs, parse_logs
+from toolkit.schemas import UNPARSED
+
+REPLACEMENT_CHAR = "\ufffd"
+UNPARSED_EXAMPLES = 3
+
+
+@dataclass
+class FileSummary:
+    """Line accounting for one log file."""
+
+    path: str
+    host: str
+    layout: str | None
+    wrappers: list[str]
+    lines: int = 0
+    records: int = 0
+    continuation: int = 0
+    unparsed: int = 0
+    first_ts: str | None = None
+    last_ts: str | None = None
+    unparsed_examples: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def accounted(self) -> bool:
+        return self.lines == self.records + self.continuation + self.unparsed
+
+
+@dataclass
+class IngestReport:
+    """What ``parse`` found: per-file accounting, problems and totals."""
+
+    bundle: str
+    files: list[FileSummary]
+    problems: list[IngestProblem]
+    evidence: list[dict]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        keys = ("lines", "records", "continuation", "unparsed")
+        out = {k: sum(getattr(f, k) for f in self.files) for k in keys}
+        out["files"] = len(self.files)
+        out["problems"] = len(self.problems)
+        out["unaccounted_files"] = sum(1 for f in self.files if not f.accounted)
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "bundle": self.bundle,
+            "totals": self.totals,
+            "files": [{**asdict(f), "accounted": f.accounted} for f in self.files],
+            "problems": [asdict(p) for p in self.problems],
+            "evidence": self.evidence,
+        }
+
+
+def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestReport:
+    """Aggregate the records per file (one small Spark job) and check the line accounting."""
+    per_file = records.groupBy("source").agg(
+        F.sum(F.when(F.col("layout") != UNPARSED, 1).otherwise(0)).alias("records"),
+        F.sum(F.when(F.col("layout") != UNPARSED, F.col("line_count") - 1).otherwise(0)).alias("continuation"),
+        F.sum(F.when(F.col("layout") == UNPARSED, 1).otherwise(0)).alias("unparsed"),
+        F.sum(F.when(F.col("message").contains(REPLACEMENT_CHAR), 1).otherwise(0)).alias("bad_utf8"),
+        F.sum(F.when(F.col("message").contains("\u0000"), 1).otherwise(0)).alias("nul_lines"),
+        F.min("ts").alias("first_ts"),
+        F.max("ts").alias("last_ts"),
+    )
+    table = parsed.line_counts.join(per_file, "source", "left")
+    stats = {r["source"]: r.asDict() for r in table.collect()}
+    examples: dict[str, list[dict]] = {}
+    unparsed_rows = (
+        records.where(F.col("layout") == UNPARSED)
+        .groupBy("source")
+        .agg(F.slice(F.sort_array(F.collect_list(F.struct("line_no", F.substring("message", 1, 300).alias("text")))),
+                     1, UNPARSED_EXAMPLES).alias("examples"))
+        .collect()
+    )
+    for row in unparsed_rows:
+        examples[row["source"]] = [{"line_no": e["line_no"], "text": e["text"]} for e in row["examples"]]
+
+    problems = list(bundle.problems)
+    files = []
+    for f in bundle.logs:
+        det = parsed.detections.get(f.source)
+        s = stats.get(f.source, {})
+        summary = FileSummary(
+            path=f.source,
+            host=f.host,
+            layout=det.layout if det else None,
+            wrappers=list(det.wrappers) if det else [],
+            lines=int(s.get("lines_read") or 0),
+            records=int(s.get("records") or 0),
+            continuation=int(s.get("continuation") or 0),
+            unparsed=int(s.get("unparsed") or 0),
+            first_ts=s["first_ts"].isoformat() + "Z" if s.get("first_ts") else None,
+            last_ts=s["last_ts"].isoformat() + "Z" if s.get("last_ts") else None,
+            unparsed_examples=examples.get(f.source, []),
+        )
+        if f.size and det and det.layout is None:
+            summary.problems.append("unknown layout: every line kept as unparsed")
+        if s.get("bad_utf8"):
+            summary.problems.append(f"{s['bad_utf8']} records contain bytes that are not valid UTF-8")
+        if s.get("nul_lines"):
+            summary.problems.append(f"{s['nul_lines']} records contain NUL bytes")
+        if not summary.accounted:
+            summary.problems.append(
+                f"line accounting mismatch: {summary.lines} read, "
+                f"{summary.records + summary.continuation + summary.unparsed} in records"
+            )
+        problems.extend(IngestProblem(f.source, p) for p in summary.problems)
+        files.append(summary)
+    evidence = [{"path": e.source, "host": e.host, "kind": e.kind} for e in bundle.evidence]
+    return IngestReport(bundle=str(bundle.root), files=files, problems=problems, evidence=evidence)
+
+
+Progress = Callable[[str], None]
+
+#: State fact tables written beside records.parquet (see toolkit.state.schemas).
+STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state")
+
+
+def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> None:
+    """Read the bundle's state evidence and write one parquet table per fact kind under ``out``.
+
+    Problems (malformed checkpoints, broken JSON) join the bundle's ingest problems.
+    """
+    from toolkit.state import StateItem, read_state
+
+    items = [StateItem(e.host, e.local_path, e.source, e.kind) for e in bundle.evidence]
+    tables = read_state(spark, items)
+    for name in STATE_TABLES:
+        getattr(tables, name).write.mode("overwrite").parquet(str((out / f"{name}.parquet").resolve()))
+    bundle.problems.extend(IngestProblem(source, reason) for source, reason in tables.problems)
+
+
+
+def parse_bundle(
+    spark: SparkSession,
+    bundle: Bundle | Path | str | list,
+    out_dir: Path | str,
+    *,
+    timezone: str | None = None,
+    work_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> tuple[Bundle, IngestReport, DataFrame]:
+    """Parse a bundle and write ``records.parquet`` and ``ingest.json`` under ``out_dir``.
+
+    ``bundle`` is an opened :class:`Bundle` or anything :func:`open_bundle` accepts. Returns the
+    bundle, the ingest report and the records DataFrame read back from parquet (so later stages
+    do not re-parse the text).
+    """
+    say = progress or (lambda _msg: None)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not isinstance(bundle, Bundle):
+        say("discovering files")
+        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
+    say(f"parsing {len(bundle.logs)} log files "
+        f"({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
+    parsed = parse_logs(spark, bundle)
+    records_path = out / "records.parquet"
+    parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
+    records = spark.read.parquet(str(records_path.resolve()))
+    if bundle.evidence:
+        say(f"reading {len(bundle.evidence)} state evidence items")
+        write_state_tables(spark, bundle, out)
+    say("checking line accounting")
+    report = summarize(bundle, parsed, records)
+    (out / "ingest.json").write_text(json.dumps(report.to_json(), indent=2, default=str), encoding="utf-8")
+    return bundle, report, records

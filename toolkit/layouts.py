@@ -1,0 +1,502 @@
+"""Raw log lines -> records, on Spark.
+
+Per file, the layout (and any wrapper such as ``docker logs -t`` or ``kubectl --prefix``) is
+detected from a sample of its first lines, most specific layout first. Every line of the file is
+then parsed with Spark-native functions: one regular expression per line rewrites a record's first
+line into its fields, continuation lines (stack traces, config dumps, multi-line messages) are
+folded into the record above them, and every physical line ends up in exactly one record. A file
+whose layout is unknown keeps each line as a record with ``layout = 'unparsed'``.
+
+Line numbers are computed without sorting all lines: Spark reads each file split in order, so a
+line's number is the count of lines in earlier splits plus its position inside its own split.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from toolkit.bundle import Bundle, LogFile
+from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA, UNPARSED
+
+FIELD_SEP = "\u0001"  # never printed by a logger; used to split one regex rewrite into fields
+FIELDS = ("ts", "level", "thread", "logger", "message")
+ANSI_ESCAPE = r"\x1b\[[0-9;?]*[A-Za-z]"
+# Lines that belong to a stack trace (logback/log4j throwable rendering).
+STACK_LINE = (
+    r"^(?:\s+at |\s*\.\.\. \d+ (?:more|common frames omitted)|\s*Caused by: |\s*Suppressed: |"
+    r"\s*[A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:Exception|Error|Throwable)(?:: |:?$))"
+)
+# RFC 3339 stamps of docker/kubectl/journald wrappers: 0-9 fraction digits, Z or an offset.
+WRAPPER_TS_FORMATS = (
+    "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]XXX",
+    "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS][.SSSSSS][.SSS]XX",
+    "yyyy-MM-dd'T'HH:mm:ss[,SSSSSS][,SSS]XX",
+)
+LOGGER_TRAILER = r"^(.*?) ?\(([A-Za-z_$][\w$]*(?:\.[\w$]+)+)(?::\d+)?\)$"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One log layout from ``catalogue/layouts.toml``."""
+
+    id: str
+    description: str
+    pattern: str | None = None
+    ts_formats: tuple[str, ...] = ()
+    logger_trailer: bool = False
+    json: bool = False
+    json_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    samples: tuple[dict, ...] = ()
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        return _compile(self.pattern) if self.pattern else None
+
+    @property
+    def has_date(self) -> bool:
+        return any("yyyy" in f for f in self.ts_formats)
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A prefix that a log shipper or container runtime puts in front of every line."""
+
+    id: str
+    description: str
+    pattern: str
+    sample: str = ""
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compile(self.pattern)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The layout chosen for one file, with the share of sampled lines it recognised."""
+
+    layout: str | None
+    wrappers: tuple[str, ...] = ()
+    start_share: float = 0.0
+    sampled: int = 0
+
+    @property
+    def key(self) -> tuple[str | None, tuple[str, ...]]:
+        return (self.layout, self.wrappers)
+
+
+@dataclass
+class Catalogue:
+    layouts: list[Layout]
+    wrappers: dict[str, Wrapper]
+    chains: list[tuple[str, ...]]
+    sample_lines: int
+    min_start_share: float
+    min_wrapper_share: float
+
+    def layout(self, layout_id: str) -> Layout:
+        for layout in self.layouts:
+            if layout.id == layout_id:
+                return layout
+        raise KeyError(layout_id)
+
+
+@lru_cache(maxsize=None)
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@lru_cache(maxsize=1)
+def load_layouts() -> Catalogue:
+    """Read the layout catalogue shipped with the package."""
+    text = resources.files("toolkit.catalogue").joinpath("layouts.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    layouts = []
+    for raw in data["layout"]:
+        keys = {k.removesuffix("_keys"): tuple(v) for k, v in raw.items() if k.endswith("_keys")}
+        layouts.append(
+            Layout(
+                id=raw["id"],
+                description=raw.get("description", ""),
+                pattern=raw.get("pattern"),
+                ts_formats=tuple(raw.get("ts_formats", ())),
+                logger_trailer=bool(raw.get("logger_trailer", False)),
+                json=bool(raw.get("json", False)),
+                json_keys=keys,
+                samples=tuple(raw.get("samples", ())),
+            )
+        )
+    wrappers = {w["id"]: Wrapper(w["id"], w.get("description", ""), w["pattern"], w.get("sample", ""))
+                for w in data.get("wrapper", [])}
+    det = data.get("detection", {})
+    return Catalogue(
+        layouts=layouts,
+        wrappers=wrappers,
+        chains=[()] + [tuple(c) for c in det.get("chains", [])],
+        sample_lines=int(det.get("sample_lines", 400)),
+        min_start_share=float(det.get("min_start_share", 0.05)),
+        min_wrapper_share=float(det.get("min_wrapper_share", 0.9)),
+    )
+
+
+def to_java_regex(pattern: str) -> str:
+    """Python named groups -> plain groups (Java names allow no underscores); indices are unchanged."""
+    return re.sub(r"\(\?P<\w+>", "(", pattern)
+
+
+# --------------------------------------------------------------------------- detection (driver side, bounded sample)
+
+_ANSI_RE = re.compile(ANSI_ESCAPE)
+
+
+def _strip_chain(line: str, chain: tuple[str, ...], cat: Catalogue) -> str | None:
+    for wid in chain:
+        m = cat.wrappers[wid].regex.match(line)
+        if not m:
+            return None
+        line = line[m.end():]
+    return line
+
+
+def _json_line_ok(line: str, layout: Layout) -> bool:
+    import json
+
+    if not line.startswith("{"):
+        return False
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and any(k in obj for k in layout.json_keys.get("message", ()))
+
+
+def _starts(line: str, layout: Layout) -> bool:
+    if layout.json:
+        return _json_line_ok(line, layout)
+    return bool(layout.regex.match(line))
+
+
+def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
+    """Choose the layout and wrapper chain that recognise the most record starts in ``lines``."""
+    cat = cat or load_layouts()
+    sample = [_ANSI_RE.sub("", ln) for ln in lines if ln.strip()][: cat.sample_lines]
+    if not sample:
+        return Detection(None, (), 0.0, 0)
+    best: Detection | None = None
+    for chain in cat.chains:
+        stripped = [_strip_chain(ln, chain, cat) for ln in sample] if chain else sample
+        matched = [s for s in stripped if s is not None]
+        if chain and len(matched) < cat.min_wrapper_share * len(sample):
+            continue
+        for layout in cat.layouts:
+            hits = sum(1 for s in matched if _starts(s, layout))
+            share = hits / len(sample)
+            if share < cat.min_start_share:
+                continue
+            if best is None or hits > best.start_share * best.sampled + 1e-9:
+                best = Detection(layout.id, chain, share, len(sample))
+    return best or Detection(None, (), 0.0, len(sample))
+
+
+def detect_file(path: Path, cat: Catalogue | None = None) -> Detection:
+    """Detect the layout of a file from its first lines (reads at most 512 KiB)."""
+    cat = cat or load_layouts()
+    with path.open("rb") as fh:
+        head = fh.read(512 * 1024)
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    if len(head) == 512 * 1024 and lines:
+        lines = lines[:-1]  # the last one may be cut
+    return detect_lines(lines[: cat.sample_lines * 2], cat)
+
+
+# --------------------------------------------------------------------------- Spark parsing
+
+
+@dataclass
+class ParsedLogs:
+    """Records of all log files, plus what is needed to check that no line was lost."""
+
+    records: DataFrame
+    #: source, lines_read (physical lines Spark read per file)
+    line_counts: DataFrame
+    detections: dict[str, Detection]
+
+
+def _file_table(spark: SparkSession, bundle: Bundle, files: list[LogFile],
+                detections: dict[str, Detection]) -> DataFrame:
+    """One row per log file: where Spark finds it, its host settings and its detected layout."""
+    rows = []
+    for f in files:
+        settings = bundle.settings_for(f.host)
+        day = settings.date
+        if day is None:  # time-only layouts: fall back to the file's modification date in the host zone
+            mtime = datetime.fromtimestamp(f.local_path.stat().st_mtime, tz=timezone.utc)
+            day = mtime.astimezone(ZoneInfo(settings.timezone)).date().isoformat()
+        det = detections[f.source]
+        rows.append((str(f.local_path.resolve()), f.source, f.host, settings.timezone,
+                     int(settings.clock_offset_ms), day, det.layout, _chain_id(det.wrappers)))
+    return spark.createDataFrame(
+        rows,
+        "file_key string, source string, file_host string, tz string, clock_offset_ms long, "
+        "file_date string, layout_id string, chain_id string",
+    )
+
+
+def _chain_id(chain: tuple[str, ...]) -> str:
+    return "+".join(chain)
+
+
+def _local_path(uri: Column) -> Column:
+    """Spark reports ``file:/a%20b``; turn it back into the plain path the bundle knows."""
+    path = F.regexp_replace(uri, r"^file:(//)?", "")
+    return F.try_url_decode(F.replace(path, F.lit("+"), F.lit("%2B")))
+
+
+def _numbered_lines(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataFrame]:
+    """Read text files and number their lines 1..n per file (no global sort).
+
+    Within one file split Spark returns lines in order, and ``monotonically_increasing_id`` grows
+    with them; a small per-split aggregate supplies each split's first id and line count.
+    """
+    raw = spark.read.text(paths).select(
+        F.col("value"),
+        _local_path(F.col("_metadata.file_path")).alias("file_key"),
+        F.col("_metadata.file_block_start").alias("block_start"),
+        F.monotonically_increasing_id().alias("_row_id"),
+    )
+    blocks = raw.groupBy("file_key", "block_start").agg(
+        F.min("_row_id").alias("_first_id"), F.count(F.lit(1)).alias("_lines")
+    )
+    before = Window.partitionBy("file_key").orderBy("block_start").rowsBetween(Window.unboundedPreceding, -1)
+    blocks = blocks.withColumn("_lines_before", F.coalesce(F.sum("_lines").over(before), F.lit(0)))
+    numbered = raw.join(F.broadcast(blocks.drop("_lines")), ["file_key", "block_start"]).select(
+        "value",
+        "file_key",
+        (F.col("_lines_before") + F.col("_row_id") - F.col("_first_id") + 1).alias("line_no"),
+    )
+    counts = blocks.groupBy("file_key").agg(F.sum("_lines").alias("lines_read"))
+    return numbered, counts
+
+
+def _case(key: Column, branches: dict[str, Column], otherwise: Column | None = None) -> Column:
+    """CASE key WHEN k1 THEN v1 ... (each branch keeps its own literal regex, compiled once)."""
+    expr = None
+    for k, v in branches.items():
+        expr = F.when(key == k, v) if expr is None else expr.when(key == k, v)
+    if expr is None:
+        return otherwise if otherwise is not None else F.lit(None)
+    return expr.otherwise(otherwise) if otherwise is not None else expr
+
+
+def _strip_chain_col(text: Column, chain: tuple[str, ...], cat: Catalogue) -> tuple[Column, Column, Column]:
+    """Remove one chain of wrapper prefixes; return (text, wrapper host, wrapper timestamp)."""
+    wrap_host: Column = F.lit(None).cast("string")
+    wrap_ts: Column = F.lit(None).cast("string")
+    for wid in chain:
+        w = cat.wrappers[wid]
+        java = to_java_regex(w.pattern)
+        groups = w.regex.groupindex
+        if "wrap_host" in groups:
+            wrap_host = F.nullif(F.regexp_extract(text, java, groups["wrap_host"]), F.lit(""))
+        if "wrap_ts" in groups:
+            wrap_ts = F.nullif(F.regexp_extract(text, java, groups["wrap_ts"]), F.lit(""))
+        text = F.regexp_replace(text, java, "")
+    return text, wrap_host, wrap_ts
+
+
+def _timestamp(layout: Layout, ts_raw: Column, tz: Column, file_date: Column) -> Column:
+    """UTC timestamp from the raw timestamp text of one layout (first format that parses)."""
+    candidates = []
+    for fmt in layout.ts_formats:
+        has_zone = "X" in fmt or "Z" in fmt or "x" in fmt
+        if "yyyy" in fmt:
+            parsed = F.try_to_timestamp(ts_raw, F.lit(fmt))
+        else:  # time of day only: borrow the date from bundle.toml or the file
+            parsed = F.try_to_timestamp(F.concat_ws(" ", file_date, ts_raw), F.lit(f"yyyy-MM-dd {fmt}"))
+        candidates.append(parsed if has_zone else F.to_utc_timestamp(parsed, tz))
+    if not candidates:
+        return F.lit(None).cast("timestamp")
+    return F.coalesce(*candidates) if len(candidates) > 1 else candidates[0]
+
+
+def _json_fields(layout: Layout, text: Column) -> Column:
+    """A struct of the record fields read from one JSON-lines object (null if not JSON)."""
+    obj = F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"})
+
+    def first(kind: str) -> Column:
+        keys = layout.json_keys.get(kind, ())
+        return F.coalesce(*[obj.getItem(k) for k in keys]) if keys else F.lit(None).cast("string")
+
+    return F.struct(*[first(k).alias(k) for k in (*FIELDS, "stack")])
+
+
+def _split_fields(layout: Layout, text: Column) -> Column:
+    """One regex per line: rewrite a record's first line to SEP ts SEP level ... (unchanged if no match)."""
+    java = to_java_regex(layout.pattern)
+    groups = layout.regex.groupindex
+    replacement = FIELD_SEP + FIELD_SEP.join(f"${groups[f]}" if f in groups else "" for f in FIELDS)
+    rewritten = F.regexp_replace(text, java, replacement)
+    parts = F.split(F.substring(rewritten, 2, 1 << 30), FIELD_SEP, len(FIELDS))
+    return F.when(rewritten.startswith(FIELD_SEP),
+                  F.struct(*[F.nullif(parts.getItem(i), F.lit("")).alias(f) for i, f in enumerate(FIELDS)],
+                           F.lit(None).cast("string").alias("stack")))
+
+
+def _line_fields(layout: Layout, text: Column) -> tuple[Column, Column]:
+    """(fields struct or null, is-continuation) for one layout."""
+    stackish_or_indented = text.rlike(STACK_LINE) | text.rlike(r"^\s")
+    if layout.json:
+        # JSON lines keep stack traces inside the object: a non-JSON line is not a continuation.
+        fields = _json_fields(layout, text)
+        return F.when(fields["message"].isNotNull(), fields), F.lit(False)
+    if layout.id == "message-only":  # every line is a message, except stack traces and indented ones
+        fields = F.struct(*[F.lit(None).cast("string").alias(f) for f in FIELDS[:-1]], text.alias("message"),
+                          F.lit(None).cast("string").alias("stack"))
+        is_start = ~stackish_or_indented & (F.length(text) > 0)
+        return F.when(is_start, fields), ~is_start
+    fields = _split_fields(layout, text)
+    return fields, fields.isNull()
+
+
+def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
+               layouts: list[Layout], chains: list[tuple[str, ...]]) -> tuple[DataFrame, DataFrame]:
+    """Parse every text file in one Spark plan; per-file layout choices become CASE branches."""
+    numbered, counts = _numbered_lines(spark, paths)
+    lines = numbered.join(F.broadcast(files), "file_key")
+    value = F.translate(F.col("value"), FIELD_SEP, " ")
+    value = F.when(value.contains("\u001b"), F.regexp_replace(value, ANSI_ESCAPE, "")).otherwise(value)
+    stripped = {_chain_id(c): _strip_chain_col(value, c, cat) for c in chains if c}
+    chain = F.col("chain_id")
+    lines = lines.select(
+        "*",
+        _case(chain, {k: v[0] for k, v in stripped.items()}, value).alias("text"),
+        _case(chain, {k: v[1] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_host"),
+        _case(chain, {k: v[2] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_ts"),
+    )
+    text, layout_id = F.col("text"), F.col("layout_id")
+    per_layout = {l.id: _line_fields(l, text) for l in layouts}
+    lines = lines.select(
+        "*",
+        _case(layout_id, {k: v[0] for k, v in per_layout.items()}).alias("f"),
+        _case(layout_id, {k: v[1] for k, v in per_layout.items()}, F.lit(False)).alias("is_cont"),
+    )
+    host = F.coalesce(F.col("wrap_host"), F.col("file_host")).alias("host")
+
+    wrap_ts = F.coalesce(*[F.try_to_timestamp(F.col("wrap_ts"), F.lit(f)) for f in WRAPPER_TS_FORMATS])
+    tz, day = F.col("tz"), F.col("file_date")
+    ts = _case(layout_id, {l.id: _timestamp(l, F.col("f.ts"), tz, day) for l in layouts},
+               F.lit(None).cast("timestamp"))
+    # Some layouts print the date only optionally (logback): decide per line.
+    dated = F.col("f.ts").rlike(r"^\d{4}-\d{2}-\d{2}")
+    # A wrapper stamp (docker -t, kubectl --timestamps) is exact: prefer it to a borrowed date.
+    ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
+    quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
+               .when(wrap_ts.isNotNull(), F.lit("wrapper")).otherwise(F.lit("date_inferred")))
+    ts = F.when(F.col("clock_offset_ms") != 0,
+                F.timestamp_millis(F.unix_millis(ts) - F.col("clock_offset_ms"))).otherwise(ts)
+    level = F.upper(F.trim(F.col("f.level")))
+    level = F.when(level == "WARNING", F.lit("WARN")).when(level == "FATAL", F.lit("ERROR")).otherwise(level)
+
+    starts = lines.where(F.col("f").isNotNull()).select(
+        "file_key", "source", "line_no", host, ts.alias("ts"), F.col("f.ts").alias("ts_raw"),
+        level.alias("level"), F.nullif(F.trim(F.col("f.thread")), F.lit("")).alias("thread"),
+        F.col("f.logger").alias("logger"), F.coalesce(F.col("f.message"), F.lit("")).alias("message"),
+        F.col("f.stack").alias("stack"), "layout_id", quality.alias("ts_quality"),
+    )
+
+    # Continuation runs ("islands"): line_no - rank is constant inside a run of consecutive
+    # continuation lines, and the run belongs to the record on the line just before it.
+    conts = lines.where("is_cont").select("file_key", "source", "line_no", host, "text", "value", "layout_id")
+    by_file = Window.partitionBy("file_key").orderBy("line_no")
+    conts = conts.withColumn("_island", F.col("line_no") - F.row_number().over(by_file))
+    conts = conts.withColumn("record_line", F.min("line_no").over(Window.partitionBy("file_key", "_island")) - 1)
+    attached = conts.where(F.col("record_line") >= 1).withColumn("stackish", F.col("text").rlike(STACK_LINE))
+    trailer_layouts = [l.id for l in layouts if l.logger_trailer]
+    folded = _fold_continuations(attached, trailer_layouts)
+
+    records = starts.join(folded, ["file_key", "line_no"], "left").select(
+        "source", "line_no", "host", "ts", "ts_raw", "level", "thread",
+        F.coalesce(F.col("logger"), F.col("trailer_logger")).alias("logger"),
+        F.when(F.col("msg_cont").isNotNull() & (F.col("msg_cont") != ""),
+               F.concat_ws("\n", F.col("message"), F.col("msg_cont"))).otherwise(F.col("message")).alias("message"),
+        F.coalesce(F.col("stack"), F.nullif(F.col("stack_cont"), F.lit(""))).alias("stack"),
+        F.col("layout_id").alias("layout"), "ts_quality",
+        (F.lit(1) + F.coalesce(F.col("n_cont"), F.lit(0))).cast("int").alias("line_count"),
+    )
+    # Lines nobody understands: unknown layouts, non-JSON lines in JSON files, and continuation
+    # lines with no record above them (a file cut in the middle of a stack trace).
+    stray = conts.where(F.col("record_line") < 1).select("source", "line_no", "host", "value").unionByName(
+        lines.where(F.col("f").isNull() & ~F.col("is_cont")).select("source", "line_no", host, "value")
+    )
+    stray = stray.select(
+        "source", "line_no", "host", F.lit(None).cast("timestamp").alias("ts"),
+        F.lit(None).cast("string").alias("ts_raw"), F.lit(None).cast("string").alias("level"),
+        F.lit(None).cast("string").alias("thread"), F.lit(None).cast("string").alias("logger"),
+        F.col("value").alias("message"), F.lit(None).cast("string").alias("stack"), F.lit(UNPARSED).alias("layout"),
+        F.lit("missing").alias("ts_quality"), F.lit(1).alias("line_count"),
+    )
+    return records.unionByName(stray), counts
+
+
+def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> DataFrame:
+    """One row per record with continuation lines: message part, stack part, line count."""
+    # Lines before the first stack-looking line continue the message; the rest is the stack.
+    agg = attached.groupBy("file_key", F.col("record_line").alias("line_no")).agg(
+        F.sort_array(F.collect_list(F.struct("line_no", "text"))).alias("_lines"),
+        F.min(F.when(F.col("stackish"), F.col("line_no"))).alias("_first_stack"),
+        F.count(F.lit(1)).alias("n_cont"),
+        F.first("layout_id").alias("_layout"),
+    )
+    first = F.coalesce(F.col("_first_stack"), F.lit(1 << 62))
+    msg = F.transform(F.filter(F.col("_lines"), lambda x: x["line_no"] < first), lambda x: x["text"])
+    stack = F.transform(F.filter(F.col("_lines"), lambda x: x["line_no"] >= first), lambda x: x["text"])
+    agg = agg.select("file_key", "line_no", "n_cont", "_layout", msg.alias("_msg"),
+                     F.array_join(stack, "\n").alias("stack_cont"))
+    # "[%d] %p %m (%c)%n": a multi-line message ends with " (logger)" on its last line.
+    last = F.element_at(F.col("_msg"), -1)
+    has_trailer = (F.col("_layout").isin(trailer_layouts) & (F.size(F.col("_msg")) > 0)
+                   & last.rlike(LOGGER_TRAILER))
+    body = F.when(
+        has_trailer,
+        F.concat(F.slice(F.col("_msg"), 1, F.greatest(F.size(F.col("_msg")) - 1, F.lit(0))),
+                 F.array(F.regexp_extract(last, LOGGER_TRAILER, 1))),
+    ).otherwise(F.col("_msg"))
+    return agg.select(
+        "file_key", "line_no", "n_cont", "stack_cont",
+        F.regexp_replace(F.array_join(body, "\n"), r"\n+$", "").alias("msg_cont"),
+        F.when(has_trailer, F.regexp_extract(last, LOGGER_TRAILER, 2)).alias("trailer_logger"),
+    )
+
+
+def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None) -> ParsedLogs:
+    """Parse every log file of the bundle into one records DataFrame (schema: ``RECORD_SCHEMA``)."""
+    cat = cat or load_layouts()
+    detections: dict[str, Detection] = {
+        f.source: detect_file(f.local_path, cat) if f.size else Detection(None) for f in bundle.logs
+    }
+    readable = [f for f in bundle.logs if f.size]
+    empty = spark.createDataFrame([], "source string, lines_read long")
+    if not readable:
+        zero = [(f.source, 0) for f in bundle.logs]
+        counts = spark.createDataFrame(zero, "source string, lines_read long") if zero else empty
+        return ParsedLogs(spark.createDataFrame([], RECORD_SCHEMA), counts, detections)
+    files = _file_table(spark, bundle, readable, detections)
+    used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
+    used_chains = sorted({d.wrappers for d in detections.values()})
+    paths = [str(f.local_path.resolve()) for f in readable]
+    records, counts = _parse_all(spark, cat, files, paths, used_layouts, used_chains)
+    line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select("source", "lines_read")
+    zero = [(f.source, 0) for f in bundle.logs if not f.size]
+    if zero:
+        line_counts = line_counts.unionByName(spark.createDataFrame(zero, "source string, lines_read long"))
+    return ParsedLogs(records=records.select(*RECORD_COLUMNS), line_counts=line_counts, detections=detections)

@@ -1,0 +1,104 @@
+"""Redaction of secrets in log text and config values.
+
+Two flavours of the same rules: Spark column expressions (native ``regexp_replace``, for
+DataFrames) and plain-Python functions (for strings already on the driver, e.g. report text).
+Kafka itself prints ``[hidden]`` for password-typed settings, but applications log their own
+properties, JAAS lines and URLs with credentials, so the toolkit redacts again.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+REDACTED = "[redacted]"
+
+#: Config keys whose values are secrets (case-insensitive): *password*, *secret*, *token*,
+#: *credential*, sasl.jaas.config / *jaas*, basic.auth.user.info, *.key / key, *apikey* /
+#: api.key, access.key, private.key, session.token.
+SECRET_KEY_REGEX = (
+    r"(?i)(password|passwd|secret|token|credential|jaas|user\.info|api[._-]?key|access[._-]?key"
+    r"|private[._-]?key|(^|[._-])key$)"
+)
+
+# Values that carry no secret and are worth keeping (an unset password is a finding in itself).
+_NOT_SECRET_VALUES = ("", "null", "[hidden]")
+
+# (Java regex, Java replacement). Python versions are derived below; $1 -> \g<1>.
+_TEXT_RULES: tuple[tuple[str, str], ...] = (
+    # `key = value` lines of config dumps and properties whose key looks secret
+    (
+        r"(?im)^(\s*[\w.-]*(?:password|passwd|secret|token|credential|jaas|user\.info|api[._-]?key"
+        r"|access[._-]?key|private[._-]?key)[\w.-]*\s*[=:]\s*)\S.*$",
+        "$1" + REDACTED,
+    ),
+    (r"(?m)^(\s*(?:[\w-]+\.)*key\s*=\s*)\S.*$", "$1" + REDACTED),
+    # password="x" / secret=x / token: x inside free text (JAAS lines, connection strings)
+    (
+        r"(?i)\b(password|passwd|secret|token|apikey|api_key|secretAccessKey|aws_secret_access_key)"
+        r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s;,\"']+)",
+        "$1$2" + REDACTED,
+    ),
+    # credentials in URLs: scheme://user:pass@host
+    (r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+):[^@\s/]+@", "$1:" + REDACTED + "@"),
+    # AWS access key ids
+    (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
+)
+
+_PY_TEXT_RULES = tuple(
+    (re.compile(pattern), re.sub(r"\$(\d)", r"\\g<\1>", replacement)) for pattern, replacement in _TEXT_RULES
+)
+_PY_SECRET_KEY = re.compile(SECRET_KEY_REGEX)
+
+
+def redact_text(text: str | None) -> str | None:
+    """Redact secrets in free text (a log message, a config dump, a URL)."""
+    if text is None:
+        return None
+    for pattern, replacement in _PY_TEXT_RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def is_secret_key(key: str) -> bool:
+    """True when a config key names a secret."""
+    return bool(_PY_SECRET_KEY.search(key))
+
+
+def redact_config_value(key: str, value: str | None) -> str | None:
+    """The value to show for ``key``: redacted when the key is secret, else text-redacted."""
+    if value is None:
+        return None
+    if is_secret_key(key) and value.strip() not in _NOT_SECRET_VALUES:
+        return REDACTED
+    return redact_text(value)
+
+
+def redact_text_col(text: Column) -> Column:
+    """Spark expression: :func:`redact_text` on a string column."""
+    for pattern, replacement in _TEXT_RULES:
+        text = F.regexp_replace(text, pattern, replacement)
+    return text
+
+
+def redact_config_value_col(key: Column, value: Column) -> Column:
+    """Spark expression: :func:`redact_config_value` on key/value columns."""
+    keep = F.trim(value).isin(*_NOT_SECRET_VALUES)
+    return (
+        F.when(value.isNull(), F.lit(None).cast("string"))
+        .when(key.rlike(SECRET_KEY_REGEX) & ~keep, F.lit(REDACTED))
+        .otherwise(redact_text_col(value))
+    )
+
+
+__all__ = [
+    "REDACTED",
+    "SECRET_KEY_REGEX",
+    "is_secret_key",
+    "redact_config_value",
+    "redact_config_value_col",
+    "redact_text",
+    "redact_text_col",
+]

@@ -1,0 +1,101 @@
+"""The one place that creates a SparkSession.
+
+Three ways to run, chosen by argument or environment:
+
+* embedded (default): ``local[*]`` inside this Python process;
+* a cluster: ``master="spark://host:7077"`` or ``SPARK_MASTER`` (also ``yarn``, ``k8s://...``);
+* Spark Connect: ``remote="sc://host:15002"`` or ``SPARK_REMOTE``.
+
+Toolkit code only uses the DataFrame API, so the same code runs on all three.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+# Small-data friendly defaults: incident bundles are megabytes to a few gigabytes, so the
+# default 200 shuffle partitions would mostly schedule empty tasks.
+_BASE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.log.level": "WARN",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+# Settings a Connect client may change at runtime (static ones belong to the server).
+_RUNTIME_CONF = ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
+
+
+class SparkUnavailable(RuntimeError):
+    """Raised with a one-sentence explanation when no session can be had."""
+
+
+def resolve_target(master: str | None = None, remote: str | None = None) -> tuple[str, str]:
+    """Return ``("remote", url)`` or ``("master", url)`` from arguments, then the environment."""
+    if master and remote:
+        raise SparkUnavailable("give either a Spark master or a Spark Connect remote, not both")
+    if remote:
+        return "remote", remote
+    if master:
+        return "master", master
+    if os.environ.get("SPARK_REMOTE"):
+        return "remote", os.environ["SPARK_REMOTE"]
+    return "master", os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+
+
+def get_spark(
+    master: str | None = None,
+    remote: str | None = None,
+    *,
+    app_name: str = "stream-incident",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Create (or reuse) the session for this process.
+
+    ``conf`` adds or overrides Spark settings (e.g. ``{"spark.driver.memory": "8g"}``).
+    """
+    kind, url = resolve_target(master, remote)
+    settings = {**_BASE_CONF, **(conf or {})}
+    try:
+        if kind == "remote":
+            spark = SparkSession.builder.remote(url).getOrCreate()
+            for key in _RUNTIME_CONF:
+                spark.conf.set(key, settings[key])
+            return spark
+        if url.startswith("local"):
+            # Keep the embedded driver on loopback: no traffic leaves the machine.
+            settings.setdefault("spark.driver.host", "127.0.0.1")
+            settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
+        builder = SparkSession.builder.master(url).appName(app_name)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    except Exception as exc:  # py4j/grpc errors are long; callers want one sentence
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkUnavailable(f"cannot start a Spark session on {url}: {first[:300]}") from exc
+
+
+def describe(spark: SparkSession) -> str:
+    """A short human description of where the session runs (for reports and summaries)."""
+    try:
+        master = spark.conf.get("spark.master")
+    except Exception:  # Connect servers may not expose it
+        master = None
+    remote = os.environ.get("SPARK_REMOTE")
+    if is_connect(spark):
+        return f"Spark {spark.version} via Spark Connect {remote or ''}".strip()
+    return f"Spark {spark.version} on {master}"
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """True when ``spark`` is a Spark Connect client session."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -1,0 +1,279 @@
+"""State captures -> state fact tables.
+
+``read_state(spark, items)`` turns the state evidence the bundle walker found (Kafka Streams state folders,
+capture archives and listings, lone checkpoint files, DynamoDB / CloudTrail / NiFi JSON) into small
+DataFrames with fixed schemas (:mod:`toolkit.state.schemas`). State metadata is small, so files are read in
+Python and the tables built with ``spark.createDataFrame(rows, schema)``: DataFrame API only, Spark Connect safe.
+
+Bad input never raises: each unreadable file, malformed checkpoint or JSON becomes a ``(source, reason)``
+entry in ``StateTables.problems`` (and, for checkpoints, a row with ``problem`` set); the rest is still read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType, TimestampType
+
+from toolkit.state import cloudtrail as _cloudtrail
+from toolkit.state import dynamodb as _dynamodb
+from toolkit.state import kafka_state as _kafka
+from toolkit.state import nifi_state as _nifi
+from toolkit.state import snapshot as _snapshot
+from toolkit.state.capture import MANIFEST_FILE_NAME
+from toolkit.state.cloudtrail import cloudtrail_as_events
+from toolkit.state.offset_checkpoint import MAX_CHECKPOINT_BYTES
+from toolkit.state.schemas import (
+    CHECKPOINTS_SCHEMA,
+    CLOUDTRAIL_SCHEMA,
+    DYNAMO_ITEMS_SCHEMA,
+    DYNAMO_TABLES_SCHEMA,
+    NIFI_STATE_SCHEMA,
+    PROBLEMS_SCHEMA,
+    STATE_FILES_SCHEMA,
+)
+from toolkit.state.sniff import detect_evidence_file, detect_state_dir
+from toolkit.state.timeutil import from_ns
+
+__all__ = [
+    "StateItem",
+    "StateTables",
+    "StateRows",
+    "read_state",
+    "collect_state_rows",
+    "cloudtrail_as_events",
+    "detect_state_dir",
+    "detect_evidence_file",
+    "STATE_KINDS",
+]
+
+#: Item kinds ``read_state`` understands: ``state_dir`` for folders, the rest from ``detect_evidence_file``.
+STATE_KINDS = (
+    "state_dir",
+    "state_capture",
+    "state_listing",
+    "checkpoint_file",
+    "dynamodb_scan",
+    "dynamodb_table",
+    "cloudtrail",
+    "nifi_state",
+)
+
+#: JSON evidence files larger than this are reported, not read (real captures are kilobytes to a few MB).
+MAX_JSON_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class StateItem:
+    """One piece of state evidence found in the bundle.
+
+    ``path`` is the local file or folder, ``source`` its path inside the bundle (used in every row and problem),
+    ``kind`` one of :data:`STATE_KINDS` (an empty kind is sniffed).
+    """
+
+    host: str
+    path: Path
+    source: str
+    kind: str
+
+
+@dataclass
+class StateRows:
+    """The tables as plain Python rows (dicts), before they become DataFrames."""
+
+    state_files: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    dynamo_tables: list[dict[str, Any]] = field(default_factory=list)
+    dynamo_items: list[dict[str, Any]] = field(default_factory=list)
+    cloudtrail: list[dict[str, Any]] = field(default_factory=list)
+    nifi_state: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class StateTables:
+    """State fact tables (schemas in :mod:`toolkit.state.schemas`) plus ingest problems ``(source, reason)``."""
+
+    state_files: DataFrame
+    checkpoints: DataFrame
+    dynamo_tables: DataFrame
+    dynamo_items: DataFrame
+    cloudtrail: DataFrame
+    nifi_state: DataFrame
+    problems: list[tuple[str, str]]
+
+    def problems_frame(self, spark: SparkSession) -> DataFrame:
+        """The problems as a DataFrame (``source``, ``reason``) to union with the bundle's ingest problems."""
+        return spark.createDataFrame([tuple(p) for p in self.problems], PROBLEMS_SCHEMA)
+
+    def cloudtrail_events(self) -> DataFrame:
+        """CloudTrail rows shaped like log events (see :func:`cloudtrail_as_events`)."""
+        return cloudtrail_as_events(self.cloudtrail)
+
+
+def _coerce(value: Any, data_type: Any) -> Any:
+    """Fit a value parsed from untrusted JSON to its column type, so odd input never fails the DataFrame."""
+    if value is None:
+        return None
+    if isinstance(data_type, StringType):
+        return value if isinstance(value, str) else json.dumps(value, default=str)
+    if isinstance(data_type, BooleanType):
+        return value if isinstance(value, bool) else None
+    if isinstance(data_type, (LongType, IntegerType)):
+        limit = 2**63 if isinstance(data_type, LongType) else 2**31
+        return value if isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit else None
+    if isinstance(data_type, TimestampType):
+        return value if isinstance(value, datetime) else None
+    return value
+
+
+def _frame(spark: SparkSession, rows: list[dict[str, Any]], schema: StructType) -> DataFrame:
+    fields = [(f.name, f.dataType) for f in schema.fields]
+    return spark.createDataFrame([tuple(_coerce(row.get(name), kind) for name, kind in fields) for row in rows], schema)
+
+
+def read_state(spark: SparkSession, items: list[StateItem]) -> StateTables:
+    """Read every state item into the state tables; empty ``items`` give empty tables with the schemas."""
+    rows = collect_state_rows(items)
+    return StateTables(
+        state_files=_frame(spark, rows.state_files, STATE_FILES_SCHEMA),
+        checkpoints=_frame(spark, rows.checkpoints, CHECKPOINTS_SCHEMA),
+        dynamo_tables=_frame(spark, rows.dynamo_tables, DYNAMO_TABLES_SCHEMA),
+        dynamo_items=_frame(spark, rows.dynamo_items, DYNAMO_ITEMS_SCHEMA),
+        cloudtrail=_frame(spark, rows.cloudtrail, CLOUDTRAIL_SCHEMA),
+        nifi_state=_frame(spark, rows.nifi_state, NIFI_STATE_SCHEMA),
+        problems=rows.problems,
+    )
+
+
+def _sniff(item: StateItem) -> str | None:
+    path = Path(item.path)
+    if path.is_dir():
+        return "state_dir" if detect_state_dir(path) else None
+    return detect_evidence_file(path)
+
+
+def _mtime(path: Path) -> Any:
+    try:
+        return from_ns(os.stat(path).st_mtime_ns)
+    except OSError:
+        return None
+
+
+def _read_text(item: StateItem) -> str:
+    size = os.stat(item.path).st_size
+    if size > MAX_JSON_BYTES:
+        raise ValueError(f"file of {size} bytes is larger than the {MAX_JSON_BYTES}-byte limit for JSON evidence")
+    return Path(item.path).read_bytes().decode("utf-8", errors="replace")
+
+
+def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
+    """Python-side half of :func:`read_state` (no Spark): useful for tests and for bounded tooling."""
+    out = StateRows()
+    resolved: list[tuple[StateItem, str]] = []
+    for item in items:
+        kind = item.kind or _sniff(item)
+        if kind not in STATE_KINDS:
+            out.problems.append((item.source, f"not recognised as state evidence (kind {kind!r})"))
+            continue
+        resolved.append((item, kind))
+
+    # Describe-table captures first: a scan without a table name borrows the only one in its folder.
+    describes_by_folder: dict[str, list[str]] = defaultdict(list)
+    for item, kind in resolved:
+        if kind != "dynamodb_table":
+            continue
+        try:
+            rows, problems = _dynamodb.describe_table_rows(
+                _read_text(item), host=item.host, source=item.source, capture_time=_mtime(item.path)
+            )
+        except (OSError, ValueError) as exc:
+            rows, problems = [], [(item.source, f"cannot read describe-table capture: {exc}")]
+        out.dynamo_tables.extend(rows)
+        out.problems.extend(problems)
+        for row in rows:
+            if row.get("table"):
+                describes_by_folder[str(PurePosixPath(item.source).parent)].append(row["table"])
+
+    for item, kind in resolved:
+        try:
+            _read_item(item, kind, out, describes_by_folder)
+        except Exception as exc:  # noqa: BLE001 - the last guard: one bad file must not stop the bundle
+            out.problems.append((item.source, f"unexpected error reading {kind}: {type(exc).__name__}: {exc}"))
+    # Every row carries every column (None when absent), so Python users see the same shape as the tables.
+    for rows, schema in (
+        (out.state_files, STATE_FILES_SCHEMA),
+        (out.checkpoints, CHECKPOINTS_SCHEMA),
+        (out.dynamo_tables, DYNAMO_TABLES_SCHEMA),
+        (out.dynamo_items, DYNAMO_ITEMS_SCHEMA),
+        (out.cloudtrail, CLOUDTRAIL_SCHEMA),
+        (out.nifi_state, NIFI_STATE_SCHEMA),
+    ):
+        rows[:] = [{f.name: row.get(f.name) for f in schema.fields} for row in rows]
+    return out
+
+
+def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: dict[str, list[str]]) -> None:
+    path = Path(item.path)
+    if kind == "dynamodb_table":
+        return  # done above
+    if kind in ("state_dir", "state_capture", "state_listing"):
+        try:
+            if kind == "state_dir":
+                snap = _snapshot.from_directory(path)
+            elif kind == "state_listing":
+                snap = _snapshot.from_listing(path)
+            elif path.name == MANIFEST_FILE_NAME:
+                snap = _snapshot.from_extracted_manifest(path)
+            else:
+                snap = _snapshot.from_capture_archive(path)
+        except (OSError, ValueError) as exc:
+            out.problems.append((item.source, str(exc)))
+            return
+        rows = _kafka.read_snapshot(snap, item.host or None, item.source)
+        out.state_files.extend(rows.state_files)
+        out.checkpoints.extend(rows.checkpoints)
+        out.problems.extend(rows.problems)
+        return
+    if kind == "checkpoint_file":
+        try:
+            with open(path, "rb") as handle:
+                data: bytes | None = handle.read(MAX_CHECKPOINT_BYTES + 1)
+        except OSError:
+            data = None
+        rows = _kafka.lone_checkpoint_rows(
+            data, path.name, path.parent.name or None, path.parent.parent.name or None, _mtime(path),
+            item.host or None, item.source,
+        )
+        out.checkpoints.extend(rows.checkpoints)
+        out.problems.extend(rows.problems)
+        return
+    try:
+        text = _read_text(item)
+    except (OSError, ValueError) as exc:
+        out.problems.append((item.source, f"cannot read {kind} capture: {exc}"))
+        return
+    if kind == "dynamodb_scan":
+        name = PurePosixPath(item.source).name
+        table = _dynamodb.table_from_scan_name(name)
+        if table is None:
+            siblings = describes_by_folder.get(str(PurePosixPath(item.source).parent), [])
+            table = siblings[0] if len(set(siblings)) == 1 else None
+        rows_, problems = _dynamodb.scan_rows(
+            text, table=table, host=item.host, source=item.source, capture_time=_mtime(path)
+        )
+        out.dynamo_items.extend(rows_)
+    elif kind == "cloudtrail":
+        rows_, problems = _cloudtrail.cloudtrail_rows(text, host=item.host, source=item.source)
+        out.cloudtrail.extend(rows_)
+    else:  # nifi_state
+        rows_, problems = _nifi.nifi_state_rows(text, host=item.host, source=item.source, capture_time=_mtime(path))
+        out.nifi_state.extend(rows_)
+    out.problems.extend(problems)
