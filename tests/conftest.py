@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Keep the parse cache of test runs away from the user's own cache.
+os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
 SAMPLES = REPO / "sample_logs"
 
 

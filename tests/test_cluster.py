@@ -36,7 +36,7 @@ def small_bundle(tmp_path_factory) -> Path:
 
 
 def _parse(bundle: Path, out: Path, *spark_args: str) -> dict:
-    cmd = [sys.executable, "-m", "toolkit.cli", "parse", str(bundle), "--out", str(out), "--quiet", *spark_args]
+    cmd = [sys.executable, "-m", "toolkit.cli", "parse", str(bundle), "--out", str(out), "--quiet", "--no-cache", *spark_args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=loopback_env(), timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     return json.loads((out / "ingest.json").read_text())

@@ -18,7 +18,10 @@ Optional ``bundle.toml`` at the bundle root::
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
+import lzma
 import os
 import re
 import shutil
@@ -189,6 +192,11 @@ def host_from_file_name(name: str) -> str | None:
     return stem if re.search(r"\d", stem) and "-" in stem else None
 
 
+def looks_like_log_name(name: str) -> bool:
+    """True for names like ``app.log``, ``app.log.1.gz`` or ``server.out.2026-01-05``."""
+    return bool(_LOG_EXT.search(_ROTATION.sub("", name.removesuffix(".gz"))))
+
+
 def _attribute_host(rel: PurePosixPath, known_hosts: Iterable[str], inherited: str | None) -> str:
     known = set(known_hosts)
     for part in rel.parts[:-1]:
@@ -273,6 +281,7 @@ class _Extractor:
         self.problems = problems
         self.total_bytes = 0
         self.members = 0
+        self.capped: set[str] = set()
 
     def _refuse(self, source: str, problem: str, detail: str = "") -> None:
         self.problems.append(IngestProblem(source, problem, detail))
@@ -324,10 +333,14 @@ class _Extractor:
         return True
 
     def _count_member(self, source: str) -> bool:
+        """Count one member against the bundle-wide cap; the first refused member of each archive is reported."""
         self.members += 1
         if self.members > self.limits.max_members:
-            if self.members == self.limits.max_members + 1:
-                self._refuse(source, "too many archive members", f"limit {self.limits.max_members}; rest skipped")
+            archive = source.rsplit("!/", 1)[0]
+            if archive not in self.capped:
+                self.capped.add(archive)
+                self._refuse(source, "too many archive members",
+                             f"limit {self.limits.max_members} for the bundle; rest of this archive skipped")
             return False
         return True
 
@@ -338,6 +351,7 @@ class _Extractor:
             self._refuse(source, "unreadable archive", str(exc))
             return
         extracted = 0
+        current: str | None = None
         # Tar members carry no compressed size; watch the whole archive's ratio instead.
         compressed = archive.stat().st_size if tf.fileobj is not None and archive.suffix in (".gz", ".tgz", ".bz2", ".xz") else None
         with tf:
@@ -361,21 +375,37 @@ class _Extractor:
                     if rel is None:
                         self._refuse(msource, "unsafe path in archive", member.name)
                         continue
+                    projected = self.total_bytes + member.size
+                    if compressed and projected > 1 << 24 and projected / compressed > self.limits.max_ratio:
+                        # Judged on the sizes in the tar headers, before the member is written.
+                        self._refuse(source, "compression ratio too high (archive bomb?)",
+                                     f"{projected} bytes from {compressed}; rest skipped")
+                        break
                     target = self._target(dest, rel, msource)
                     if target is None:
                         continue
                     fh = tf.extractfile(member)
                     if fh is None:
                         continue
+                    current = msource
                     if self._copy(fh, target, member.size, None, msource):
                         extracted += 1
                         os.utime(target, (member.mtime, member.mtime))
+                    current = None
                     if compressed and self.total_bytes > 1 << 24 and self.total_bytes / compressed > self.limits.max_ratio:
                         self._refuse(source, "compression ratio too high (archive bomb?)",
                                      f"{self.total_bytes} bytes from {compressed}; rest skipped")
                         break
-            except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
-                self._refuse(source, "truncated or corrupt archive", f"{exc}; {extracted} files recovered")
+                else:
+                    # tarfile stops at the first zero block and never sees a compressed stream cut
+                    # after it (or junk behind it): read the little that is left.
+                    if isinstance(tf.fileobj, (gzip.GzipFile, bz2.BZ2File, lzma.LZMAFile)):
+                        for _ in range(16):
+                            if not tf.fileobj.read(1 << 16):
+                                break
+            except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+                cut = f"; {current} cut short" if current else ""
+                self._refuse(source, "truncated or corrupt archive", f"{exc}; {extracted} files recovered{cut}")
 
     def extract_zip(self, archive: Path, dest: Path, source: str) -> None:
         try:
@@ -408,7 +438,8 @@ class _Extractor:
                 try:
                     with zf.open(info) as fh:
                         ok = self._copy(fh, target, info.file_size, info.compress_size, msource)
-                except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as exc:
+                except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
+                    # RuntimeError: an encrypted member ("password required").
                     target.unlink(missing_ok=True)
                     self._refuse(msource, "corrupt archive member", str(exc))
                     continue
@@ -467,6 +498,8 @@ def gunzip_to(src: Path, target: Path, limits: Limits, source: str, problems: li
                     data = b""
     if problem:
         problems.append(IngestProblem(source, problem, detail))
+    elif written == 0:  # a valid gzip of nothing: say so rather than drop the file silently
+        problems.append(IngestProblem(source, "empty file", "empty after gunzip"))
     st = src.stat()
     os.utime(target, (st.st_mtime, st.st_mtime))
     return written > 0
@@ -483,11 +516,16 @@ def _iter_files(root: Path) -> Iterator[Path]:
         keep = []
         for d in dirnames:
             sub = here / d
+            if sub.is_symlink():
+                yield sub  # refused with a problem row, never walked
+                continue
             if d.endswith(".parquet") or (sub / WORK_MARKER).exists():
                 continue  # our own output or scratch space inside the bundle folder
             if _evidence_kind(sub) == "state_dir":
                 yield sub
             else:
+                if looks_like_log_name(d):
+                    yield sub  # reported as a problem; its files are still read below
                 keep.append(d)
         dirnames[:] = keep
         if (here / WORK_MARKER).exists():
@@ -506,12 +544,18 @@ WORK_MARKER = ".stream-incident-work"
 
 def _fresh_work_dir(work: Path) -> Path:
     """Empty a work directory this tool made earlier; refuse to touch anything else."""
+    blocker = next((p for p in (work, *work.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise BundleError(f"cannot use {work} as the work directory: {blocker} is a file, not a directory")
     if work.exists():
         if not (work / WORK_MARKER).exists() and any(work.iterdir()):
             raise BundleError(f"work directory {work} is not empty and was not made by this tool")
         shutil.rmtree(work)
-    work.mkdir(parents=True)
-    (work / WORK_MARKER).write_text("scratch space of stream-incident; safe to delete\n")
+    try:
+        work.mkdir(parents=True)
+        (work / WORK_MARKER).write_text("scratch space of stream-incident; safe to delete\n")
+    except OSError as exc:
+        raise BundleError(f"cannot create the work directory {work}: {exc.strerror or exc}") from exc
     return work
 
 
@@ -565,11 +609,21 @@ def _add_file(bundle: Bundle, ex: _Extractor, path: Path, rel: PurePosixPath, pr
     if path.is_symlink():
         bundle.problems.append(IngestProblem(source, "symbolic link not followed", ""))
         return
-    if path.is_dir():  # only state directories are yielded as directories
-        bundle.evidence.append(EvidenceItem(source, path, host, "state_dir"))
+    if path.is_dir():  # state directories, and directories named like log files
+        if _evidence_kind(path) == "state_dir":
+            bundle.evidence.append(EvidenceItem(source, path, host, "state_dir"))
+        else:
+            inside = sum(len(files) for _, _, files in os.walk(path))
+            bundle.problems.append(IngestProblem(source, "directory named like a log file",
+                                                 f"{inside} files inside, each read on its own"))
         return
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # Opening a FIFO would block forever; sockets and devices are not evidence files.
+            bundle.problems.append(IngestProblem(source, "not a regular file, not read", _file_type(st.st_mode)))
+            return
+        size = st.st_size
         head = _head(path)
     except OSError as exc:
         bundle.problems.append(IngestProblem(source, "unreadable file", exc.strerror or str(exc)))
@@ -599,7 +653,7 @@ def _add_file(bundle: Bundle, ex: _Extractor, path: Path, rel: PurePosixPath, pr
             if _looks_binary(inner_head):
                 bundle.problems.append(IngestProblem(source, "binary content, not read as a log", "after gunzip"))
                 return
-            bundle.logs.append(LogFile(source, target, host, target.stat().st_size))
+            bundle.logs.append(LogFile(source, _spark_readable(bundle, target, source), host, target.stat().st_size))
         return
     if size == 0:
         bundle.problems.append(IngestProblem(source, "empty file", ""))
@@ -608,7 +662,38 @@ def _add_file(bundle: Bundle, ex: _Extractor, path: Path, rel: PurePosixPath, pr
     if _looks_binary(head):
         bundle.problems.append(IngestProblem(source, "binary content, not read as a log", f"{size} bytes"))
         return
-    bundle.logs.append(LogFile(source, path, host, size))
+    bundle.logs.append(LogFile(source, _spark_readable(bundle, path, source), host, size))
+
+
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+# Hadoop picks a decompressor from the file name (a plain 'app.log.gz' or a gunzipped
+# 'x.log.bz2' would fail the whole Spark job); Spark reads []{}*?\ in a path as a glob and a
+# ':' in a file name breaks Hadoop's Path; a stale '.NAME.crc' beside a file makes Hadoop's local
+# file system fail the read with a checksum error. Such files are read through a neutral name.
+_HADOOP_CODEC_SUFFIX = re.compile(r"\.(gz|bz2|deflate|lz4|snappy|zst|zstd|br|lzo|xz)$", re.I)
+_SPARK_UNSAFE_PATH = re.compile(r"[\[\]{}*?\\:\x00-\x1f\x7f]")
+
+
+def _spark_readable(bundle: Bundle, path: Path, source: str) -> Path:
+    """The path Spark should read for this log: the file itself, or a hard link/copy with a safe name."""
+    if not (_HADOOP_CODEC_SUFFIX.search(path.name) or _SPARK_UNSAFE_PATH.search(str(path.resolve()))
+            or path.with_name(f".{path.name}.crc").exists()):
+        return path
+    target = bundle.work_dir / "renamed" / _HADOOP_CODEC_SUFFIX.sub(r"_\1", _flat_name(source))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    try:
+        os.link(path, target)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(path, target)
+    return target
 
 
 def _flat_name(source: str) -> str:

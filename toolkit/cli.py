@@ -69,13 +69,15 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
+    from toolkit.cache import ParseCache
     from toolkit.ingest import parse_bundle
 
     say = _progress(not args.quiet)
     bundle = _open_bundle(args, say)
     spark = _spark(args)
     say("Spark session ready")
-    _, report, _ = parse_bundle(spark, bundle, args.out, progress=say)
+    cache = None if args.no_cache else ParseCache(args.cache_dir)
+    _, report, _ = parse_bundle(spark, bundle, args.out, progress=say, cache=cache)
     rows = [[f.path, f.host, f.layout or "(unknown)", f.lines, f.records, f.continuation, f.unparsed]
             for f in report.files]
     print(_table(rows, ["file", "host", "layout", "lines", "records", "cont.", "unparsed"]))
@@ -105,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
     p.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
+    p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
     _add_spark_args(p)
     p.set_defaults(func=cmd_parse)
 

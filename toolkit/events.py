@@ -27,8 +27,9 @@ end_offset, records``) and, only when the list has exactly one element, also in 
 from __future__ import annotations
 
 import re
+import json
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
@@ -91,10 +92,6 @@ _STRONG_START = (
 _WEAK_START = r"^Kafka version ?: "
 
 
-def _lit_str(value: str) -> Column:
-    return F.lit(value).cast("string")
-
-
 def _sql_str(value: str) -> str:
     """A Spark SQL string literal (backslash escapes are processed by the SQL parser)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -153,17 +150,11 @@ def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFra
     by_key: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         by_key.setdefault(key, []).append(i)
-    # Constants are written as one SQL expression: Spark folds them into literals once, and the
-    # Python side makes one call instead of thousands of small Column objects.
-    key_map = "map_from_arrays(array({}), array({}))".format(
-        ", ".join(_sql_str(k) for k in by_key),
-        ", ".join("array({})".format(", ".join(str(i) for i in idx)) for idx in by_key.values()),
-    )
-    literals = "array({})".format(", ".join(_sql_str(t.literal) for t in templates))
-    patterns = "array({})".format(", ".join(_sql_str(t.java_pattern) for t in templates))
-    prefixes = "array({})".format(
-        ", ".join(_sql_str("," + ",".join(t.prefix) + "," if t.prefix else "") for t in templates)
-    )
+    # Constants go in as folded JSON literals (see _sql_const).
+    key_map = _sql_const(by_key, "map<string,array<int>>")
+    literals = _sql_array([t.literal for t in templates])
+    patterns = _sql_array([t.java_pattern for t in templates])
+    prefixes = _sql_array(["," + ",".join(t.prefix) + "," if t.prefix else "" for t in templates])
     candidates = (
         "array_sort(array_distinct(flatten(transform(array_distinct(split(message, '[^A-Za-z0-9]+')), "
         f"w -> coalesce(try_element_at({key_map}, w), cast(array() as array<int>))))))"
@@ -185,9 +176,18 @@ def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFra
     return tagged.withColumn("_tidx", tidx)
 
 
+def _sql_const(value: object, sql_type: str) -> str:
+    """A constant array/map as SQL: ``from_json('<json>', '<type>')``.
+
+    Spark folds it into a literal once; written as ``array('a', 'b', ...)`` with hundreds of
+    elements, the analyzer alone takes seconds per DataFrame step.
+    """
+    return f"from_json({_sql_str(json.dumps(value))}, {_sql_str(sql_type)})"
+
+
 def _sql_array(values: Sequence[object]) -> str:
-    parts = [_sql_str(v) if isinstance(v, str) else str(v) for v in values]
-    return "array(" + ", ".join(parts) + ")"
+    sql_type = "array<string>" if values and isinstance(values[0], str) else "array<int>"
+    return _sql_const(list(values), sql_type)
 
 
 def _extract(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
@@ -211,9 +211,7 @@ def _extract(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
         f"get({_sql_array([t.product for t in templates])}, _tidx) AS product",
         f"get({_sql_array([t.id for t in templates])}, _tidx) AS template_id",
         f"get({_sql_array([t.event for t in templates])}, _tidx) AS event",
-        "get(array({}), _tidx) AS also_events".format(
-            ", ".join(f"cast({_sql_array(list(t.also)) if t.also else 'array()'} as array<string>)" for t in templates)
-        ),
+        f"get({_sql_const([list(t.also) for t in templates], 'array<array<string>>')}, _tidx) AS also_events",
         f"get({_sql_array([t.java_pattern for t in templates])}, _tidx) AS _pattern",
         f"get({_sql_array([t.java_item for t in templates])}, _tidx) AS _item",
         *[f"get({_sql_array([g.get(n, 0) for g in groups])}, _tidx) AS _gi_{n}" for n in names],
@@ -319,15 +317,15 @@ def classify(records: DataFrame, templates: Sequence[Template] | None = None) ->
 
 
 def template_hits(events: DataFrame) -> DataFrame:
-    """Count of events per ``template_id`` (input for :func:`catalogue_table`)."""
-    return events.groupBy("template_id").count()
+    """Events per ``template_id`` as ``(template_id, hits)`` (input for :func:`catalogue_table`)."""
+    return events.groupBy("template_id").agg(F.count(F.lit(1)).alias("hits"))
 
 
 def catalogue_table(hit_counts: DataFrame | None = None, templates: Sequence[Template] | None = None) -> pd.DataFrame:
     """The catalogue as a bounded pandas table (one row per template), optionally with hit counts.
 
-    ``hit_counts`` is a DataFrame with ``template_id`` and ``count`` (e.g. :func:`template_hits`),
-    or an events DataFrame (it is counted). Its size is bounded by the number of templates.
+    ``hit_counts`` is a DataFrame with ``template_id`` and ``hits`` or ``count`` (e.g.
+    :func:`template_hits`), or an events DataFrame (it is counted). Its size is bounded by the number of templates.
     """
     templates = list(load_templates() if templates is None else templates)
     table = pd.DataFrame(
@@ -341,10 +339,12 @@ def catalogue_table(hit_counts: DataFrame | None = None, templates: Sequence[Tem
         ]
     )
     if hit_counts is not None:
-        counts = hit_counts if "count" in hit_counts.columns else template_hits(hit_counts)
+        # an events table (it has an `event` column, and a typed `count` field) is counted first
+        counts = template_hits(hit_counts) if "event" in hit_counts.columns else hit_counts
+        value = "hits" if "hits" in counts.columns else "count"
         known = [t.id for t in templates]
-        rows = counts.where(F.col("template_id").isin(*known)).select("template_id", "count").collect()
-        hits = {r["template_id"]: int(r["count"]) for r in rows}
+        rows = counts.where(F.col("template_id").isin(*known)).select("template_id", value).collect()
+        hits = {r["template_id"]: int(r[value] or 0) for r in rows}
         table["hits"] = table["id"].map(lambda i: hits.get(i, 0)).astype("int64")
     return table
 

@@ -16,7 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
-from toolkit.layouts import ParsedLogs, parse_logs
+from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
+from toolkit.layouts import Detection, ParsedLogs, parse_logs
+from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
 from toolkit.schemas import UNPARSED
 
 REPLACEMENT_CHAR = "\ufffd"
@@ -75,12 +77,15 @@ class IngestReport:
 
 def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestReport:
     """Aggregate the records per file (one small Spark job) and check the line accounting."""
+    text = F.concat_ws("\n", *[F.col(c) for c in ("ts_raw", "thread", "logger", "message", "stack")])
     per_file = records.groupBy("source").agg(
         F.sum(F.when(F.col("layout") != UNPARSED, 1).otherwise(0)).alias("records"),
         F.sum(F.when(F.col("layout") != UNPARSED, F.col("line_count") - 1).otherwise(0)).alias("continuation"),
         F.sum(F.when(F.col("layout") == UNPARSED, 1).otherwise(0)).alias("unparsed"),
-        F.sum(F.when(F.col("message").contains(REPLACEMENT_CHAR), 1).otherwise(0)).alias("bad_utf8"),
-        F.sum(F.when(F.col("message").contains("\u0000"), 1).otherwise(0)).alias("nul_lines"),
+        # Spark keeps undecodable bytes as they are (contains('\ufffd') does not see them); lines that
+        # went through a regex were already decoded with replacement characters.
+        F.sum(F.when(text.contains(REPLACEMENT_CHAR) | ~F.is_valid_utf8(text), 1).otherwise(0)).alias("bad_utf8"),
+        F.sum(F.when(text.contains("\u0000"), 1).otherwise(0)).alias("nul_records"),
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
     )
@@ -117,10 +122,12 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestR
         )
         if f.size and det and det.layout is None:
             summary.problems.append("unknown layout: every line kept as unparsed")
-        if s.get("bad_utf8"):
-            summary.problems.append(f"{s['bad_utf8']} records contain bytes that are not valid UTF-8")
-        if s.get("nul_lines"):
-            summary.problems.append(f"{s['nul_lines']} records contain NUL bytes")
+        # Line counts of the raw bytes when this run read the text, else what the records show.
+        if s.get("bad_utf8_lines") or (s.get("bad_utf8_lines") is None and s.get("bad_utf8")):
+            n = s.get("bad_utf8_lines") or s["bad_utf8"]
+            summary.problems.append(f"{n} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)")
+        if s.get("nul_lines") or (s.get("nul_lines") is None and s.get("nul_records")):
+            summary.problems.append(f"{s.get('nul_lines') or s['nul_records']} lines contain NUL bytes")
         if not summary.accounted:
             summary.problems.append(
                 f"line accounting mismatch: {summary.lines} read, "
@@ -134,12 +141,46 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestR
 
 Progress = Callable[[str], None]
 
+
+def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, say: Progress) -> ParsedLogs:
+    """Parse only files the cache has not seen; read everything else back from the cache."""
+    keys = {f.source: cache.key_for(f, bundle.settings_for(f.host)) for f in bundle.logs}
+    known = {src: cache.lookup(key) for src, key in keys.items()}
+    misses = [f for f in bundle.logs if known[f.source] is None]
+    say(f"{len(bundle.logs) - len(misses)} of {len(bundle.logs)} log files unchanged since an earlier run (cache)")
+    if misses:
+        say(f"parsing {len(misses)} log files ({sum(f.size for f in misses) / 1e6:.1f} MB) on Spark")
+        for f in misses:
+            cache.forget(keys[f.source])  # leftovers of an interrupted run
+        parsed = parse_logs(spark, bundle, files=misses)
+        keymap = spark.createDataFrame([(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
+        (parsed.records.join(F.broadcast(keymap), "source")
+         .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
+        counts = {r["source"]: int(r["lines_read"]) for r in parsed.line_counts.collect()}
+        fresh = []
+        for f in misses:
+            det = parsed.detections[f.source]
+            fresh.append(CachedFile(keys[f.source], f.source, det.layout, det.wrappers, det.start_share,
+                                    counts.get(f.source, 0)))
+        cache.remember(fresh)
+        known.update({e.source: e for e in fresh})
+    paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
+    if paths:
+        records = (spark.read.option("basePath", str(cache.records_dir.resolve())).parquet(*paths)
+                   .select(*RECORD_COLUMNS))
+    else:
+        records = spark.createDataFrame([], RECORD_SCHEMA)
+    line_counts = spark.createDataFrame([(e.source, e.lines_read) for e in known.values()],
+                                        "source string, lines_read long")
+    detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
+    return ParsedLogs(records=records, line_counts=line_counts, detections=detections)
+
 #: State fact tables written beside records.parquet (see toolkit.state.schemas).
 STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state")
 
 
 def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> None:
-    """Read the bundle's state evidence and write one parquet table per fact kind under ``out``.
+    """Read the bundle's state evidence and write one parquet table per fact kind under ``out/state/``.
 
     Problems (malformed checkpoints, broken JSON) join the bundle's ingest problems.
     """
@@ -148,7 +189,7 @@ def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> None:
     items = [StateItem(e.host, e.local_path, e.source, e.kind) for e in bundle.evidence]
     tables = read_state(spark, items)
     for name in STATE_TABLES:
-        getattr(tables, name).write.mode("overwrite").parquet(str((out / f"{name}.parquet").resolve()))
+        getattr(tables, name).write.mode("overwrite").parquet(str((out / "state" / f"{name}.parquet").resolve()))
     bundle.problems.extend(IngestProblem(source, reason) for source, reason in tables.problems)
 
 
@@ -161,12 +202,14 @@ def parse_bundle(
     timezone: str | None = None,
     work_dir: Path | str | None = None,
     progress: Progress | None = None,
+    cache: ParseCache | None = None,
 ) -> tuple[Bundle, IngestReport, DataFrame]:
     """Parse a bundle and write ``records.parquet`` and ``ingest.json`` under ``out_dir``.
 
     ``bundle`` is an opened :class:`Bundle` or anything :func:`open_bundle` accepts. Returns the
     bundle, the ingest report and the records DataFrame read back from parquet (so later stages
-    do not re-parse the text).
+    do not re-parse the text). With a :class:`ParseCache`, files parsed before (same content and
+    settings) are read back from the cache and only new or changed files are parsed.
     """
     say = progress or (lambda _msg: None)
     out = Path(out_dir)
@@ -174,9 +217,10 @@ def parse_bundle(
     if not isinstance(bundle, Bundle):
         say("discovering files")
         bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
-    say(f"parsing {len(bundle.logs)} log files "
-        f"({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
-    parsed = parse_logs(spark, bundle)
+    parsed = _parse_with_cache(spark, bundle, cache, say) if cache else None
+    if parsed is None:
+        say(f"parsing {len(bundle.logs)} log files ({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
+        parsed = parse_logs(spark, bundle)
     records_path = out / "records.parquet"
     parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
     records = spark.read.parquet(str(records_path.resolve()))

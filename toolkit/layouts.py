@@ -222,12 +222,16 @@ def detect_file(path: Path, cat: Catalogue | None = None) -> Detection:
 # --------------------------------------------------------------------------- Spark parsing
 
 
+LINE_COUNT_SCHEMA = "source string, lines_read long, bad_utf8_lines long, nul_lines long"
+
+
 @dataclass
 class ParsedLogs:
     """Records of all log files, plus what is needed to check that no line was lost."""
 
     records: DataFrame
-    #: source, lines_read (physical lines Spark read per file)
+    #: source, lines_read (physical lines Spark read per file); bad_utf8_lines and nul_lines
+    #: (lines with undecodable bytes or NUL bytes) when the text was parsed in this run
     line_counts: DataFrame
     detections: dict[str, Detection]
 
@@ -244,11 +248,12 @@ def _file_table(spark: SparkSession, bundle: Bundle, files: list[LogFile],
             day = mtime.astimezone(ZoneInfo(settings.timezone)).date().isoformat()
         det = detections[f.source]
         rows.append((str(f.local_path.resolve()), f.source, f.host, settings.timezone,
-                     int(settings.clock_offset_ms), day, det.layout, _chain_id(det.wrappers)))
+                     int(settings.clock_offset_ms), day, "config" if settings.date else "mtime",
+                     det.layout, _chain_id(det.wrappers)))
     return spark.createDataFrame(
         rows,
         "file_key string, source string, file_host string, tz string, clock_offset_ms long, "
-        "file_date string, layout_id string, chain_id string",
+        "file_date string, date_from string, layout_id string, chain_id string",
     )
 
 
@@ -275,16 +280,22 @@ def _numbered_lines(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, D
         F.monotonically_increasing_id().alias("_row_id"),
     )
     blocks = raw.groupBy("file_key", "block_start").agg(
-        F.min("_row_id").alias("_first_id"), F.count(F.lit(1)).alias("_lines")
+        F.min("_row_id").alias("_first_id"), F.count(F.lit(1)).alias("_lines"),
+        # Counted on the raw bytes: a bad byte outside the fields a layout keeps (a JSON key) still shows.
+        F.count(F.when(~F.is_valid_utf8("value"), 1)).alias("_bad_utf8"),
+        F.count(F.when(F.col("value").contains("\u0000"), 1)).alias("_nul"),
     )
     before = Window.partitionBy("file_key").orderBy("block_start").rowsBetween(Window.unboundedPreceding, -1)
     blocks = blocks.withColumn("_lines_before", F.coalesce(F.sum("_lines").over(before), F.lit(0)))
-    numbered = raw.join(F.broadcast(blocks.drop("_lines")), ["file_key", "block_start"]).select(
-        "value",
+    numbered = raw.join(F.broadcast(blocks.drop("_lines", "_bad_utf8", "_nul")), ["file_key", "block_start"]).select(
+        # Undecodable bytes become U+FFFD so records.parquet holds valid UTF-8 for every reader.
+        F.make_valid_utf8("value").alias("value"),
         "file_key",
         (F.col("_lines_before") + F.col("_row_id") - F.col("_first_id") + 1).alias("line_no"),
     )
-    counts = blocks.groupBy("file_key").agg(F.sum("_lines").alias("lines_read"))
+    counts = blocks.groupBy("file_key").agg(F.sum("_lines").alias("lines_read"),
+                                            F.sum("_bad_utf8").alias("bad_utf8_lines"),
+                                            F.sum("_nul").alias("nul_lines"))
     return numbered, counts
 
 
@@ -411,8 +422,11 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         "file_key", "source", "line_no", host, ts.alias("ts"), F.col("f.ts").alias("ts_raw"),
         level.alias("level"), F.nullif(F.trim(F.col("f.thread")), F.lit("")).alias("thread"),
         F.col("f.logger").alias("logger"), F.coalesce(F.col("f.message"), F.lit("")).alias("message"),
-        F.col("f.stack").alias("stack"), "layout_id", quality.alias("ts_quality"),
+        F.col("f.stack").alias("stack"), "layout_id", quality.alias("ts_quality"), "tz", "date_from",
     )
+    rolling = [l.id for l in layouts if any("yyyy" not in f for f in l.ts_formats)]
+    if rolling:
+        starts = _roll_over_midnight(starts)
 
     # Continuation runs ("islands"): line_no - rank is constant inside a run of consecutive
     # continuation lines, and the run belongs to the record on the line just before it.
@@ -448,6 +462,34 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     return records.unionByName(stray), counts
 
 
+#: A time of day that goes back by more than this against the record before it is the next day.
+ROLLOVER_BACKSTEP_H = 12
+
+
+def _roll_over_midnight(starts: DataFrame) -> DataFrame:
+    """Time-only layouts: move records after a midnight to the next day(s), per file, in line order.
+
+    The borrowed date (``bundle.toml`` ``date``) is the date of the file's first record; each step
+    back of more than 12 h in the time of day starts a new day. When the date came from the file's
+    modification time it is the date of the LAST record, so the days are counted back from there.
+    Only ``date_inferred`` records take part; one window over the record starts of each file.
+    """
+    by_line = Window.partitionBy("file_key").orderBy("line_no")
+    inferred = F.col("ts_quality") == "date_inferred"
+    prev = F.last(F.when(inferred, F.col("ts")), ignorenulls=True).over(
+        by_line.rowsBetween(Window.unboundedPreceding, -1))
+    backstep = inferred & ((F.unix_micros(prev) - F.unix_micros(F.col("ts"))) > ROLLOVER_BACKSTEP_H * 3_600_000_000)
+    flag = F.coalesce(backstep, F.lit(False)).cast("int")
+    starts = starts.withColumn("_rolls", flag)
+    days = F.sum("_rolls").over(by_line.rowsBetween(Window.unboundedPreceding, 0))
+    days = F.when(F.col("date_from") == "mtime", days - F.sum("_rolls").over(Window.partitionBy("file_key"))).otherwise(days)
+    starts = starts.withColumn("_days", days)
+    local = F.from_utc_timestamp(F.col("ts"), F.col("tz"))
+    shifted = F.to_utc_timestamp(F.timestamp_add("DAY", F.col("_days"), local), F.col("tz"))
+    return starts.withColumn("ts", F.when(inferred & (F.col("_days") != 0), shifted).otherwise(F.col("ts"))) \
+        .drop("_rolls", "_days")
+
+
 def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> DataFrame:
     """One row per record with continuation lines: message part, stack part, line count."""
     # Lines before the first stack-looking line continue the message; the rest is the stack.
@@ -478,25 +520,28 @@ def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> Data
     )
 
 
-def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None) -> ParsedLogs:
-    """Parse every log file of the bundle into one records DataFrame (schema: ``RECORD_SCHEMA``)."""
+def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None,
+               files: list[LogFile] | None = None) -> ParsedLogs:
+    """Parse the bundle's log files (or only ``files``) into one records DataFrame (``RECORD_SCHEMA``)."""
     cat = cat or load_layouts()
+    logs = bundle.logs if files is None else files
     detections: dict[str, Detection] = {
-        f.source: detect_file(f.local_path, cat) if f.size else Detection(None) for f in bundle.logs
+        f.source: detect_file(f.local_path, cat) if f.size else Detection(None) for f in logs
     }
-    readable = [f for f in bundle.logs if f.size]
-    empty = spark.createDataFrame([], "source string, lines_read long")
+    readable = [f for f in logs if f.size]
+    empty = spark.createDataFrame([], LINE_COUNT_SCHEMA)
     if not readable:
-        zero = [(f.source, 0) for f in bundle.logs]
-        counts = spark.createDataFrame(zero, "source string, lines_read long") if zero else empty
+        zero = [(f.source, 0, 0, 0) for f in logs]
+        counts = spark.createDataFrame(zero, LINE_COUNT_SCHEMA) if zero else empty
         return ParsedLogs(spark.createDataFrame([], RECORD_SCHEMA), counts, detections)
     files = _file_table(spark, bundle, readable, detections)
     used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
     used_chains = sorted({d.wrappers for d in detections.values()})
     paths = [str(f.local_path.resolve()) for f in readable]
     records, counts = _parse_all(spark, cat, files, paths, used_layouts, used_chains)
-    line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select("source", "lines_read")
-    zero = [(f.source, 0) for f in bundle.logs if not f.size]
+    line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select(
+        "source", "lines_read", "bad_utf8_lines", "nul_lines")
+    zero = [(f.source, 0, 0, 0) for f in logs if not f.size]
     if zero:
-        line_counts = line_counts.unionByName(spark.createDataFrame(zero, "source string, lines_read long"))
+        line_counts = line_counts.unionByName(spark.createDataFrame(zero, LINE_COUNT_SCHEMA))
     return ParsedLogs(records=records.select(*RECORD_COLUMNS), line_counts=line_counts, detections=detections)

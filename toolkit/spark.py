@@ -12,6 +12,8 @@ Toolkit code only uses the DataFrame API, so the same code runs on all three.
 from __future__ import annotations
 
 import os
+import re
+import socket
 from typing import Mapping
 
 from pyspark.sql import SparkSession
@@ -52,6 +54,40 @@ def resolve_target(master: str | None = None, remote: str | None = None) -> tupl
     return "master", os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
 
 
+#: Seconds to wait for a TCP connection to a standalone master or Connect endpoint before giving up.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def _endpoints(kind: str, url: str) -> list[tuple[str, int]]:
+    """host:port pairs behind ``spark://h1:7077,h2:7077`` or ``sc://host:15002/;token=...``."""
+    scheme, default_port = ("sc://", 15002) if kind == "remote" else ("spark://", 7077)
+    if not url.startswith(scheme):
+        return []
+    hosts = url[len(scheme):].split("/", 1)[0].split(";", 1)[0]
+    out = []
+    for item in hosts.split(","):
+        m = re.match(r"^\[?(.*?)\]?(?::(\d+))?$", item.strip())
+        if m and m.group(1):
+            out.append((m.group(1), int(m.group(2)) if m.group(2) else default_port))
+    return out
+
+
+def _check_reachable(kind: str, url: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail in seconds, not minutes: a standalone driver retries an absent master for about a minute."""
+    endpoints = _endpoints(kind, url)
+    if not endpoints:
+        return
+    errors = []
+    for host, port in endpoints:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as exc:
+            errors.append(f"{host}:{port} ({exc.strerror or exc.__class__.__name__})")
+    raise SparkUnavailable(f"cannot reach the Spark {'Connect endpoint' if kind == 'remote' else 'master'} "
+                           f"{url}: {', '.join(errors)}")
+
+
 def get_spark(
     master: str | None = None,
     remote: str | None = None,
@@ -65,6 +101,7 @@ def get_spark(
     """
     kind, url = resolve_target(master, remote)
     settings = {**_BASE_CONF, **(conf or {})}
+    _check_reachable(kind, url)
     try:
         if kind == "remote":
             spark = SparkSession.builder.remote(url).getOrCreate()

@@ -1,0 +1,43 @@
+"""Parse cache: unchanged files are read back, changed or added files alone are parsed again."""
+
+from __future__ import annotations
+
+from toolkit.cache import ParseCache
+from toolkit.ingest import parse_bundle
+
+LINE = ("[2026-03-07 14:02:{:02d},000] INFO stream-thread [a-StreamThread-1] State transition from "
+        "PARTITIONS_ASSIGNED to RUNNING (org.apache.kafka.streams.processor.internals.StreamThread)\n")
+
+
+def _run(spark, bundle, out, cache):
+    said: list[str] = []
+    _, report, records = parse_bundle(spark, bundle, out, cache=cache, progress=said.append)
+    rows = sorted((r.source, r.line_no, r.message) for r in records.collect())
+    return said, report, rows
+
+
+def test_second_run_reuses_and_changed_file_is_reparsed(spark, tmp_path):
+    bundle = tmp_path / "bundle"
+    for host in ("h-0", "h-1"):
+        (bundle / host).mkdir(parents=True)
+        (bundle / host / "app.log").write_text(LINE.format(1) + LINE.format(2))
+    cache = ParseCache(tmp_path / "cache")
+
+    said, report, first = _run(spark, bundle, tmp_path / "out1", cache)
+    assert "0 of 2 log files unchanged since an earlier run (cache)" in said
+    assert len(first) == 4
+
+    said, report, second = _run(spark, bundle, tmp_path / "out2", cache)
+    assert "2 of 2 log files unchanged since an earlier run (cache)" in said
+    assert not any(s.startswith("parsing") for s in said)
+    assert second == first
+    assert {f.path: (f.layout, f.lines, f.records) for f in report.files} == {
+        "h-0/app.log": ("kafka-log4j", 2, 2), "h-1/app.log": ("kafka-log4j", 2, 2)}
+
+    (bundle / "h-1" / "app.log").write_text(LINE.format(1) + LINE.format(2) + LINE.format(3))
+    said, report, third = _run(spark, bundle, tmp_path / "out3", cache)
+    assert "1 of 2 log files unchanged since an earlier run (cache)" in said
+    assert any(s.startswith("parsing 1 log files") for s in said)
+    assert sum(1 for r in third if r[0] == "h-1/app.log") == 3
+    assert sum(1 for r in third if r[0] == "h-0/app.log") == 2
+    assert report.totals["lines"] == 5 and report.totals["unaccounted_files"] == 0

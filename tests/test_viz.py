@@ -1,0 +1,122 @@
+"""Charts: Spark-side frame helpers on a tiny hand-made timeline, chart functions on small frames."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from toolkit import viz
+
+T = datetime.fromisoformat
+
+
+@pytest.fixture(scope="module")
+def tiny_timeline(spark):
+    """A timeline shaped like the EOS stale-checkpoint story: restore + checkpoint, crash, restart."""
+    from toolkit.timeline import StateFacts, Timeline
+    from toolkit.timeline.schemas import TABLES
+
+    def table(name, rows=()):
+        schema = TABLES[name]
+        return spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows], schema)
+
+    events = spark.createDataFrame(
+        [("orders-agg-0/app.log", 10, "Writing checkpoint: {order-totals-changelog-0=1203321}"),
+         ("orders-agg-0/app.log", 40, "stream-thread [main] Shutdown complete"),
+         ("orders-agg-0/app.log", 50, "State store order-totals initialized from checkpoint with offset 1203321")],
+        "source string, line_no long, message string")
+    src = "orders-agg-0/app.log"
+    tl = Timeline(
+        events=events, config=events.limit(0), state=None,
+        process_runs=table("process_runs", [
+            {"host": "orders-agg-0", "run_id": "r1", "run_no": 1, "product": "kafka-streams", "start": T("2026-03-07 09:00:00"),
+             "end": T("2026-03-07 10:06:07"), "end_kind": "crash", "end_source": src, "end_line_no": 40, "source": src, "line_no": 1},
+            {"host": "orders-agg-0", "run_id": "r2", "run_no": 2, "product": "kafka-streams", "start": T("2026-03-07 10:08:29"),
+             "source": src, "line_no": 45}]),
+        generations=table("generations", [{"group_id": "orders-agg", "generation": 7, "host": "orders-agg-0",
+                                           "joined": T("2026-03-07 09:00:01"), "synced": T("2026-03-07 09:00:02")}]),
+        thread_states=table("thread_states", [
+            {"host": "orders-agg-0", "kind": "thread", "thread": "StreamThread-1", "state": "RUNNING",
+             "start": T("2026-03-07 09:00:07"), "end": T("2026-03-07 10:06:07"), "source": src, "line_no": 11}]),
+        client_states=table("client_states"),
+        task_lifecycles=table("task_lifecycles", [
+            {"host": "orders-agg-0", "task_id": "0_0", "role": "active", "phase": "running",
+             "start": T("2026-03-07 09:00:07"), "end": T("2026-03-07 10:06:07"), "source": src, "line_no": 12}]),
+        locks=table("locks"),
+        checkpoints=table("checkpoints", [
+            {"host": "orders-agg-0", "task_id": "0_0", "topic": "order-totals-changelog", "partition": 0,
+             "ts": T("2026-03-07 09:00:06.875"), "kind": "written", "offset": 1203321, "source": src, "line_no": 10},
+            {"host": "orders-agg-0", "task_id": "0_0", "topic": "order-totals-changelog", "partition": 0,
+             "ts": T("2026-03-07 10:08:31"), "kind": "read", "offset": 1203321, "source": src, "line_no": 50}]),
+        restorations=table("restorations", [
+            {"host": "orders-agg-0", "task_id": "0_0", "topic": "order-totals-changelog", "partition": 0,
+             "start": T("2026-03-07 10:08:31"), "end": T("2026-03-07 10:08:45"), "start_offset": 1203321,
+             "end_offset": 1285054, "completed": True, "from_scratch": False, "source": src, "line_no": 51}]),
+        wipes=table("wipes"), dir_cleanups=table("dir_cleanups"), nifi_processor_events=table("nifi_processor_events"),
+        migration_steps=table("migration_steps"), clock_skew=table("clock_skew"),
+    )
+    return tl
+
+
+def test_task_frame_orders_checkpoint_crash_restart_with_evidence(tiny_timeline):
+    frame = viz.task_event_frame(tiny_timeline, tasks=["0_0"])
+    ordered = frame.sort_values("start")
+    kinds = [c for c in ordered["category"] if c in ("checkpoint", "crash", "process")]
+    # process start (run 1), checkpoint write, crash, process start (run 2), checkpoint read
+    assert kinds == ["process", "checkpoint", "crash", "process", "checkpoint"]
+    written = frame[frame["label"].str.contains("written")].iloc[0]
+    assert written["evidence"].startswith("orders-agg-0/app.log:10  Writing checkpoint")
+    assert set(frame["lane"]) == {"0_0 @ orders-agg-0"}
+
+
+def test_frames_are_bounded_and_charts_render_to_svg(tiny_timeline):
+    offsets = viz.offset_frame(tiny_timeline, limit=3)
+    assert len(offsets) <= 3
+    charts = viz.timeline_charts(tiny_timeline, tz="Europe/Berlin")
+    assert {"threads", "tasks", "offsets", "rebalances"} <= set(charts)
+    svg = viz.to_svg(charts["tasks"])
+    assert svg.startswith("<svg") and "0_0 @ orders-agg-0" in svg
+    # wall-clock in the chosen zone: 09:00 UTC is 10:00 in Berlin
+    assert "10:" in viz.to_svg(charts["threads"])
+
+
+def test_offset_chart_shades_replayed_range():
+    frame = pd.DataFrame({
+        "host": ["h"] * 3, "task_id": ["0_0"] * 3, "changelog": ["c-0"] * 3,
+        "ts": pd.to_datetime(["2026-03-07 09:00:06", "2026-03-07 10:08:31", "2026-03-07 10:08:45"]),
+        "offset": [1203321, 1203321, 1285054], "kind": ["checkpoint written", "restore start", "restore end"],
+        "restore_id": [None, "r", "r"], "evidence": ["a", "b", "c"]})
+    spec = viz.offset_chart(frame).to_dict()
+    rects = [layer for layer in spec["layer"] if layer["mark"].get("type", layer["mark"]) == "rect"]
+    assert rects, "the replayed range should be shaded"
+
+
+def test_large_frames_are_aggregated_not_refused():
+    n = 12_000
+    frame = pd.DataFrame({"lane": ["a @ h"] * n, "category": ["checkpoint"] * n, "label": ["x"] * n,
+                          "role": [None] * n, "start": pd.date_range("2026-01-01", periods=n, freq="s"),
+                          "end": [pd.NaT] * n, "evidence": ["e"] * n, "host": ["h"] * n, "task_id": ["a"] * n})
+    chart = viz.task_lane_chart(frame)
+    data_rows = max(len(v) for v in chart.to_dict()["datasets"].values())
+    assert data_rows <= viz.MAX_CHART_ROWS
+
+
+def test_migration_summary_gap_and_outcome():
+    steps = pd.DataFrame({
+        "table": ["t", "t", "t", "u", "u"], "base_table": ["t", "t", "t", "u", "u"],
+        "ts": pd.to_datetime(["2026-04-08 13:12:43", "2026-04-08 13:12:49", "2026-04-08 13:13:20",
+                              "2026-04-08 13:12:50", "2026-04-08 13:12:51"]),
+        "step": ["DELETE_TABLE", "TABLE_ACTIVE", "CHECKPOINT_WRITE", "TABLE_ACTIVE", "COPY_ITEMS"],
+        "origin": ["cloudtrail", "log", "log", "log", "log"], "host": ["nifi-0"] * 5,
+        "error_code": [None, None, None, None, None], "detail": [""] * 5, "evidence": [""] * 5})
+    summary = viz.migration_summary(steps).set_index("base_table")
+    assert summary.loc["t", "gap_s"] == 31.0 and summary.loc["u", "outcome"] == "migrated"
+    assert viz.to_svg(viz.migration_chart(steps)).startswith("<svg")
+
+
+def test_ingest_chart_shows_unparsed_share():
+    frame = pd.DataFrame({"host": ["a", "a", "b"], "bucket": pd.to_datetime(["2026-01-01 00:00"] * 3),
+                          "level": ["INFO", "unparsed", "WARN"], "lines": [90, 10, 5], "bucket_seconds": 60})
+    assert "unparsed share" in viz.to_svg(viz.ingest_chart(frame))

@@ -1,0 +1,151 @@
+"""``stream-incident detect BUNDLE``: run the pipeline and the detectors, print ranked findings.
+
+``--format text`` (default) is for people: findings by severity, with evidence as ``file:line  text``,
+missing evidence, impact and the playbook. ``--format json`` prints the object documented in
+``docs/findings-schema.md``. With ``--out DIR`` the pipeline's tables and ``findings.json`` are
+written there (otherwise into a temporary folder that is removed).
+
+Exit codes (the same as the other commands, plus one):
+
+* 0 — finished (findings or not);
+* 1 — the run failed unexpectedly;
+* 2 — bad arguments or unusable input (missing bundle);
+* 3 — no Spark session could be started;
+* 4 — ``--fail-on`` matched: a finding at that severity or worse was reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from toolkit.detectors.base import SEVERITIES, Finding
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS = 0, 1, 2, 3, 4
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """Add the ``detect`` arguments to ``parser`` (a sub-parser of ``stream-incident``) and return it."""
+    parser = parser or argparse.ArgumentParser(prog="stream-incident detect")
+    parser.description = "Run the root-cause detectors on an incident bundle and print ranked findings."
+    parser.add_argument("bundle", help="bundle directory, archive, or log file")
+    parser.add_argument("--out", help="write the pipeline tables and findings.json into this folder")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output for people or machines")
+    parser.add_argument("--fail-on", choices=("critical", "warning"),
+                        help="exit with code 4 when a finding of this severity (or worse) is reported")
+    parser.add_argument("--only", action="append", metavar="DETECTOR", help="run only this detector (repeatable)")
+    parser.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
+    parser.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    spark = parser.add_mutually_exclusive_group()
+    spark.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
+    spark.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _say(args: argparse.Namespace, start: float, message: str) -> None:
+    if not getattr(args, "quiet", False):
+        print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
+    """Parse the bundle once, build its timeline, run the detectors."""
+    from toolkit.detectors import run_detectors
+    from toolkit.pipeline import analyse
+    from toolkit.spark import get_spark
+
+    start = time.monotonic()
+    spark = get_spark(master=args.master, remote=args.remote)
+    _say(args, start, "Spark session ready")
+    with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
+        out = Path(args.out) if args.out else Path(scratch)
+        analysis = analyse(spark, args.bundle, out, timezone=args.timezone, work_dir=args.work_dir,
+                           progress=lambda m: _say(args, start, m))
+        _say(args, start, "running detectors")
+        findings = run_detectors(analysis.timeline, only=args.only)
+    return findings, {"bundle": str(args.bundle)}
+
+
+def format_text(findings: Sequence[Finding], bundle: str = "") -> str:
+    """Ranked findings for a terminal: headline, explanation, evidence excerpts, gaps, impact, playbook."""
+    if not findings:
+        return f"No findings for {bundle or 'the bundle'}.\n"
+    counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}" for s in SEVERITIES)
+    lines = [f"{len(findings)} finding(s) for {bundle}: {counts}", ""]
+    wrap = textwrap.TextWrapper(width=110, initial_indent="    ", subsequent_indent="    ")
+    for n, f in enumerate(findings, 1):
+        when = f.ts.strftime("%Y-%m-%d %H:%M:%S UTC") if f.ts else "time unknown"
+        lines.append(f"{n}. [{f.severity.upper()} / {f.confidence}] {f.title}")
+        lines.append(f"    detector {f.detector}; {when}; hosts {', '.join(f.hosts) or '-'}; "
+                     f"tasks {', '.join(f.tasks) or '-'}")
+        lines += wrap.wrap(f.explanation)
+        if f.evidence:
+            lines.append("    evidence:")
+            lines += [f"      {e.location()}  {e.text}" for e in f.evidence]
+        if f.impact is not None:
+            lines += textwrap.wrap(f"impact: {f.impact.summary}", width=110, initial_indent="    ",
+                                   subsequent_indent="      ")
+        if f.missing_evidence:
+            lines.append("    missing evidence:")
+            lines += [f"      - {m}" for m in f.missing_evidence]
+        if f.known_bugs:
+            lines.append("    known bugs:")
+            lines += [f"      - {k}" for k in f.known_bugs]
+        lines.append(f"    playbook: {f.playbook}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _matches_fail_on(findings: Sequence[Finding], fail_on: str | None) -> bool:
+    if not fail_on:
+        return False
+    worst_allowed = SEVERITIES.index(fail_on)
+    return any(SEVERITIES.index(f.severity) <= worst_allowed for f in findings)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``detect``; returns the exit code (see the module docstring)."""
+    from toolkit.detectors import findings_to_json
+
+    if not Path(args.bundle).exists():
+        print(f"stream-incident: bundle not found: {args.bundle}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        findings, context = _analyse_and_detect(args)
+    except KeyError as exc:  # unknown --only id
+        print(f"stream-incident: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        from toolkit.spark import SparkUnavailable
+
+        if isinstance(exc, SparkUnavailable):
+            print(f"stream-incident: {exc}", file=sys.stderr)
+            return EXIT_SPARK
+        raise
+    data = findings_to_json(findings, **context)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "findings.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_text(findings, context.get("bundle", "")))
+    return EXIT_FINDINGS if _matches_fail_on(findings, args.fail_on) else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m toolkit.detectors.cli BUNDLE``)."""
+    args = build_parser().parse_args(argv)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Exactly-once wipes and task corruption.
+
+Under EOS a task whose state cannot be trusted (no checkpoint after an unclean stop, changelog
+offsets out of range, a dirty close) is wiped and restored from scratch. After a crash that is
+the correct outcome (its absence is KAFKA-20685); without a crash it points to truncated or
+compacted changelogs or to a close that timed out.
+Decision per host/run: ``wipes`` rows with an EOS/corruption reason or ``TASK_CORRUPTED`` events;
+``warning`` when the previous run on the host did not crash (unexpected corruption) or the restore
+consumer fell out of range, ``info`` when it is the expected reaction to a crash.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.common import evidence_at, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+
+ID = "eos-task-corruption-wipe"
+EOS_REASONS = ("task-corrupted", "eos-dirty-close", "eos-no-checkpoint", "restore-failed", "unclean-shutdown",
+               "global-state-inconsistent")
+
+
+@detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"))
+def eos_task_corruption_wipe(tl) -> list[Finding]:
+    """Wipes and corruption per host and run, judged against how the previous run ended."""
+    wiped = tl.wipes.where(F.col("reason").isin(*EOS_REASONS)).select(
+        "host", "run_id", "task_id", "ts", "reason", "source", "line_no")
+    corrupt = tl.events.where(F.col("event").isin("TASK_CORRUPTED", "RESTORE_OFFSET_OUT_OF_RANGE")).select(
+        "host", "run_id", "task_id", "ts",
+        F.when(F.col("event") == "RESTORE_OFFSET_OUT_OF_RANGE", F.lit("offset-out-of-range"))
+        .otherwise(F.lit("task-corrupted")).alias("reason"), "source", "line_no")
+    both = wiped.unionByName(corrupt)
+    groups = rows(both.groupBy("host", "run_id").agg(
+        F.min("ts").alias("first"), F.collect_set("task_id").alias("tasks"), F.collect_set("reason").alias("reasons")),
+        30, order=["host", "first"])
+    runs = {(r.host, r.run_id): r for r in rows(tl.process_runs.select("host", "run_id", "run_no"), 200)}
+    ends = {(r.host, r.run_no): r.end_kind for r in rows(tl.process_runs.select("host", "run_no", "end_kind"), 200)}
+    findings = []
+    for g in groups:
+        run = runs.get((g.host, g.run_id))
+        previous = ends.get((g.host, run.run_no - 1)) if run is not None and run.run_no else None
+        # Only a wipe after a *clean* stop (or an out-of-range restore) is unexpected; with no earlier
+        # run in the bundle we cannot tell and stay informational.
+        unexpected = previous == "clean" or "offset-out-of-range" in g.reasons
+        tasks = sorted(t for t in g.tasks if t)
+        findings.append(Finding(
+            detector=ID, severity="warning" if unexpected else "info", confidence="confirmed",
+            title=f"{g.host}: exactly-once wipe of {len(tasks) or 'some'} task(s) ({', '.join(sorted(g.reasons))})",
+            explanation=(f"{g.host} wiped the local state of task(s) {', '.join(tasks) or '(unnamed)'} at "
+                         f"{fmt_ts(g.first)} and rebuilt it from the changelog ({', '.join(sorted(g.reasons))}). "
+                         + ("This is the expected exactly-once reaction to the unclean stop of the previous run."
+                            if previous in ("crash", "error") else
+                            "The previous run is not in the bundle, so whether it stopped cleanly is unknown."
+                            if not unexpected else
+                            "No crash precedes it: look for truncated/compacted changelogs (offset out of range), "
+                            "close timeouts or a dirty close during a rebalance.")),
+            hosts=[g.host], tasks=tasks, ts=g.first,
+            evidence=evidence_at(tl, both.where((F.col("host") == g.host) & (F.col("run_id") == g.run_id)).orderBy("ts").limit(8)),
+            missing_evidence=[] if previous is not None else missing_steps(ID),
+            impact=Impact(summary=f"{len(tasks)} task(s) restored from scratch after the wipe",
+                          figures={"tasks": len(tasks)}, method="distinct task ids of wipe/corruption lines"),
+            known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
+        ))
+    return findings

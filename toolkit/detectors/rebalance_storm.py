@@ -1,0 +1,57 @@
+"""Rebalance storms: many consumer-group generations in a short time.
+
+Every generation revokes and re-assigns tasks; under EOS each can close tasks dirty, and each
+restarts restorations and lock hand-offs (KAFKA-12679 livelocks need back-to-back rebalances).
+Decision: within any window of ``WINDOW_MINUTES``, at least ``STORM_GENERATIONS`` distinct
+generations of one group (from ``generations``, all hosts merged). A rolling restart of a few
+pods stays below the threshold.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.common import evidence_at, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+
+ID = "rebalance-storm"
+WINDOW_MINUTES = 10
+STORM_GENERATIONS = 6
+
+
+@detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations",))
+def rebalance_storm(tl) -> list[Finding]:
+    """Many generations of one consumer group within a few minutes."""
+    gens = tl.generations.where(F.col("generation").isNotNull() & F.col("joined").isNotNull()).groupBy(
+        "group_id", "generation").agg(F.min("joined").alias("at"), F.min(F.struct("joined", "source", "line_no")).alias("first"))
+    seconds = F.unix_timestamp("at")
+    window = Window.partitionBy("group_id").orderBy(seconds).rangeBetween(0, WINDOW_MINUTES * 60)
+    dense = gens.withColumn("in_window", F.count(F.lit(1)).over(window)).withColumn(
+        "last_in_window", F.max("generation").over(window))
+    worst = dense.where(F.col("in_window") >= STORM_GENERATIONS).groupBy("group_id").agg(
+        F.max(F.struct("in_window", "at", "generation", "last_in_window")).alias("w"),
+        F.count(F.lit(1)).alias("storm_starts"))
+    findings = []
+    for g in rows(worst, 10, order=["group_id"]):
+        start, end_gen = g.w.at, g.w.last_in_window
+        members = tl.generations.where((F.col("group_id") == g.group_id)
+                                       & F.col("generation").between(g.w.generation, end_gen))
+        hosts = sorted({r.host for r in rows(members.select("host").distinct(), 50) if r.host})
+        findings.append(Finding(
+            detector=ID, severity="warning", confidence="confirmed",
+            title=f"Rebalance storm in group {g.group_id}: {g.w.in_window} generations within {WINDOW_MINUTES} min",
+            explanation=(f"Group {g.group_id} went through generations {g.w.generation}..{end_gen} "
+                         f"({g.w.in_window} rebalances) within {WINDOW_MINUTES} minutes from {fmt_ts(start)}. Each "
+                         f"rebalance revokes and reassigns tasks: lock hand-offs, restorations and, under EOS, "
+                         f"dirty closes multiply. Look for the member that keeps rejoining (poll timeouts, "
+                         f"crash loops, static membership misconfiguration)."),
+            hosts=hosts, ts=start, evidence=evidence_at(tl, members.orderBy("joined").limit(12)),
+            missing_evidence=missing_steps(ID) if len(hosts) < 2 else [],
+            impact=Impact(summary=f"{g.w.in_window} rebalances in {WINDOW_MINUTES} minutes; processing paused during each",
+                          figures={"generations": g.w.in_window, "first_generation": g.w.generation,
+                                   "last_generation": end_gen},
+                          method="distinct generations whose first JoinGroup falls within the window"),
+            known_bugs=known_bug_sentences(ID, run_versions(tl, hosts)[:1]),
+        ))
+    return findings

@@ -1,0 +1,52 @@
+"""Restorations from scratch and what they cost.
+
+A task restored from the changelog start (no checkpoint, an EOS wipe, a cleaned directory) is
+unavailable until it has replayed the whole changelog. Decision per host/changelog partition:
+``restorations.from_scratch``; ``warning`` when one took longer than ``SLOW_RESTORE_S`` or replayed
+more than ``BIG_RESTORE_RECORDS``, else ``info`` (one finding per host, listing the partitions).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.common import evidence_lines, fmt_int, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+
+ID = "restore-from-scratch"
+SLOW_RESTORE_S = 300
+BIG_RESTORE_RECORDS = 1_000_000
+
+
+@detector(id=ID, title="Restoration from scratch", severity="warning", needs=("restorations",))
+def restore_from_scratch(tl) -> list[Finding]:
+    """Full restorations per host: how many, how long, how many records."""
+    scratch = tl.restorations.where(F.col("from_scratch")).withColumn(
+        "duration_s", F.when(F.col("end").isNotNull(), (F.unix_millis("end") - F.unix_millis("start")) / 1000.0))
+    found = rows(scratch.select("host", "task_id", "topic", "partition", "start", "end", "duration_s", "records",
+                                "end_offset", "completed", "start_source", "start_line_no", "source", "line_no"),
+                 60, order=["host", "start"])
+    findings = []
+    for host in sorted({r.host for r in found}):
+        mine = [r for r in found if r.host == host]
+        records = sum((r.records or r.end_offset or 0) for r in mine)
+        longest = max((r.duration_s or 0 for r in mine), default=0)
+        costly = longest > SLOW_RESTORE_S or records > BIG_RESTORE_RECORDS
+        refs = [(r.start_source, r.start_line_no) for r in mine[:4]] + [(r.source, r.line_no) for r in mine[:4]]
+        findings.append(Finding(
+            detector=ID, severity="warning" if costly else "info",
+            confidence="confirmed" if all(r.records is not None or r.end_offset is not None for r in mine) else "likely",
+            title=f"{host}: {len(mine)} restoration(s) from scratch, about {fmt_int(records)} records",
+            explanation=(f"{host} restored {len(mine)} changelog partition(s) from the beginning "
+                         f"({', '.join(sorted({f'{r.topic}-{r.partition}' for r in mine})[:6])}), first at "
+                         f"{fmt_ts(mine[0].start)}. A full restore follows a missing checkpoint, an exactly-once wipe "
+                         f"or a deleted task directory; the tasks are unavailable until it finishes."),
+            hosts=[host], tasks=sorted({r.task_id for r in mine if r.task_id}), ts=mine[0].start,
+            evidence=evidence_lines(tl, refs),
+            missing_evidence=[] if all(r.completed for r in mine) else missing_steps(ID),
+            impact=Impact(summary=f"{fmt_int(records)} changelog records replayed; longest restoration {longest:.1f} s",
+                          figures={"restorations": len(mine), "records": records, "longest_s": round(longest, 3)},
+                          method="records from 'Finished restoring' lines, else the changelog end offset"),
+            known_bugs=known_bug_sentences(ID, run_versions(tl, [host])[:1]),
+        ))
+    return findings

@@ -1,0 +1,116 @@
+"""Events + state facts -> timeline tables, on Spark (window functions and joins, no driver loops).
+
+``build_timeline(events, state)`` returns a :class:`Timeline`: one DataFrame per table of
+:mod:`toolkit.timeline.schemas` plus the inputs it was built from (``events``, ``config`` and the
+state tables), so detectors, charts and people query one object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from toolkit.timeline.schemas import TABLES
+
+
+@dataclass
+class StateFacts:
+    """State-capture tables (see ``toolkit.state.schemas``); empty frames when nothing was captured."""
+
+    state_files: DataFrame
+    checkpoints: DataFrame
+    dynamo_tables: DataFrame
+    dynamo_items: DataFrame
+    cloudtrail: DataFrame
+    nifi_state: DataFrame
+
+
+@dataclass
+class Timeline:
+    """The reconstructed incident: every table is a Spark DataFrame (schemas in ``schemas.py``)."""
+
+    events: DataFrame
+    config: DataFrame
+    state: StateFacts
+    process_runs: DataFrame
+    generations: DataFrame
+    thread_states: DataFrame
+    client_states: DataFrame
+    task_lifecycles: DataFrame
+    locks: DataFrame
+    checkpoints: DataFrame
+    restorations: DataFrame
+    wipes: DataFrame
+    dir_cleanups: DataFrame
+    nifi_processor_events: DataFrame
+    migration_steps: DataFrame
+    clock_skew: DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.events.sparkSession
+
+    def tables(self) -> dict[str, DataFrame]:
+        """The derived tables by name (not the inputs)."""
+        return {name: getattr(self, name) for name in TABLES}
+
+    def for_task(self, task_id: str) -> "Timeline":
+        """The same timeline restricted to rows about one task (tables without a task keep all rows)."""
+        return self._filtered(lambda df: df.where(F.col("task_id") == task_id) if "task_id" in df.columns else df)
+
+    def between(self, start: datetime | str, end: datetime | str) -> "Timeline":
+        """Rows whose time (``ts``, or an interval ``start``..``end``) overlaps [start, end]."""
+        t0, t1 = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
+
+        def cut(df: DataFrame) -> DataFrame:
+            if "ts" in df.columns:
+                return df.where(F.col("ts").isNull() | F.col("ts").between(t0, t1))
+            if "start" in df.columns and "end" in df.columns:
+                return df.where((F.coalesce("start", t0) <= t1) & (F.coalesce("end", t1) >= t0))
+            return df
+
+        return self._filtered(cut)
+
+    def _filtered(self, fn) -> "Timeline":
+        kwargs = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kwargs[f.name] = fn(value) if isinstance(value, DataFrame) else value
+        return Timeline(**kwargs)
+
+    def summary(self) -> pd.DataFrame:
+        """Row counts and time span per table (bounded pandas)."""
+        rows = []
+        for name, df in self.tables().items():
+            time_col = "ts" if "ts" in df.columns else ("start" if "start" in df.columns else None)
+            aggs = [F.count(F.lit(1)).alias("rows")]
+            if time_col:
+                aggs += [F.min(time_col).alias("first"), F.max(time_col).alias("last")]
+            r = df.agg(*aggs).first()
+            rows.append({"table": name, "rows": r["rows"], "first": r["first"] if time_col else None,
+                         "last": r["last"] if time_col else None})
+        return pd.DataFrame(rows)
+
+    def write(self, out_dir: Path | str) -> list[Path]:
+        """Write every derived table as ``<out_dir>/<name>.parquet``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, df in self.tables().items():
+            path = out / f"{name}.parquet"
+            df.write.mode("overwrite").parquet(str(path.resolve()))
+            written.append(path)
+        return written
+
+
+def build_timeline(events: DataFrame, state: StateFacts, config: DataFrame | None = None) -> Timeline:
+    """Derive every timeline table from classified events and state facts."""
+    from toolkit.timeline.build import build
+
+    return build(events, state, config)

@@ -1,0 +1,133 @@
+"""Column contracts of the timeline tables (``Timeline`` attributes).
+
+Every row that rests on a log line carries ``source`` and ``line_no`` (the evidence); rows that
+rest on a state capture carry ``source`` (the capture path) and ``line_no`` null. All times UTC.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+
+def _s(*fields: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, typ(), True) for name, typ in fields])
+
+
+EVIDENCE = (("source", StringType), ("line_no", LongType))
+
+#: One JVM / NiFi process lifetime per host.
+PROCESS_RUNS = _s(
+    ("host", StringType), ("run_id", StringType), ("run_no", IntegerType), ("product", StringType),
+    ("app_id", StringType), ("client_id", StringType), ("process_id", StringType), ("version", StringType),
+    ("start", TimestampType), ("end", TimestampType),
+    # clean | crash | error | unknown
+    ("end_kind", StringType), ("end_evidence", StringType), ("end_source", StringType), ("end_line_no", LongType),
+    ("guarantee", StringType), ("commit_interval_ms", LongType), ("num_standby_replicas", IntegerType),
+    ("num_stream_threads", IntegerType), ("state_dir", StringType), ("state_cleanup_delay_ms", LongType),
+    ("group_instance_id", StringType), *EVIDENCE,
+)
+
+#: Consumer-group generations seen by each member.
+GENERATIONS = _s(
+    ("group_id", StringType), ("generation", IntegerType), ("protocol", StringType), ("host", StringType),
+    ("run_id", StringType), ("stream_thread", StringType), ("member_id", StringType),
+    ("joined", TimestampType), ("synced", TimestampType), ("leader_assignment", TimestampType),
+    ("members", IntegerType), *EVIDENCE,
+)
+
+#: State intervals of stream threads (kind=thread), Streams clients (kind=client), global threads.
+STATES = _s(
+    ("host", StringType), ("run_id", StringType), ("kind", StringType), ("thread", StringType),
+    ("state", StringType), ("from_state", StringType), ("start", TimestampType), ("end", TimestampType),
+    *EVIDENCE,
+)
+
+#: Task phases per host/thread: created, restoring, running, suspended, closed-clean, closed-dirty,
+#: migrated, corrupted, revoked, lost.
+TASK_LIFECYCLES = _s(
+    ("host", StringType), ("run_id", StringType), ("stream_thread", StringType), ("task_id", StringType),
+    ("role", StringType), ("phase", StringType), ("start", TimestampType), ("end", TimestampType),
+    ("event", StringType), *EVIDENCE,
+)
+
+#: State-directory lock evidence per task: acquired / released / failed, with who held it.
+LOCKS = _s(
+    ("host", StringType), ("run_id", StringType), ("task_id", StringType), ("kind", StringType),
+    ("ts", TimestampType), ("thread", StringType), ("role", StringType), ("holder_thread", StringType),
+    ("holder_since", TimestampType), ("released", TimestampType), ("handoff_ms", LongType), *EVIDENCE,
+)
+
+#: One history per host/task/changelog partition, merging logs and state captures.
+#: kind: written | read | missing | deleted | corrupt | wiped | file (capture fact)
+CHECKPOINTS = _s(
+    ("host", StringType), ("app_id", StringType), ("task_id", StringType), ("store", StringType),
+    ("topic", StringType), ("partition", IntegerType), ("ts", TimestampType), ("kind", StringType),
+    ("offset", LongType), ("origin", StringType), ("run_id", StringType), ("event", StringType),
+    ("file_mtime", TimestampType), ("capture_time", TimestampType), ("problem", StringType), *EVIDENCE,
+)
+
+#: Changelog restorations per host/task/partition.
+RESTORATIONS = _s(
+    ("host", StringType), ("run_id", StringType), ("stream_thread", StringType), ("task_id", StringType),
+    ("store", StringType), ("topic", StringType), ("partition", IntegerType),
+    ("start", TimestampType), ("end", TimestampType), ("start_offset", LongType), ("end_offset", LongType),
+    ("records", LongType), ("from_scratch", BooleanType), ("completed", BooleanType),
+    ("start_source", StringType), ("start_line_no", LongType), *EVIDENCE,
+)
+
+#: Local state deleted: reason is task-corrupted, eos-dirty-close, cleaner, user-cleanup, restore-failed.
+WIPES = _s(
+    ("host", StringType), ("run_id", StringType), ("task_id", StringType), ("ts", TimestampType),
+    ("reason", StringType), ("event", StringType), *EVIDENCE,
+)
+
+#: State-directory cleaner deletions with the task's last owner on that host.
+DIR_CLEANUPS = _s(
+    ("host", StringType), ("run_id", StringType), ("task_id", StringType), ("ts", TimestampType),
+    ("age_ms", LongType), ("delay_ms", LongType), ("last_owner_thread", StringType),
+    ("last_owner_role", StringType), ("last_owner_until", TimestampType), ("assigned_at_the_time", BooleanType),
+    *EVIDENCE,
+)
+
+#: NiFi processor starts, failures and stops (one row per event).
+NIFI_PROCESSOR_EVENTS = _s(
+    ("host", StringType), ("run_id", StringType), ("component_type", StringType), ("component_id", StringType),
+    ("ts", TimestampType), ("event", StringType), ("error_class", StringType), ("detail", StringType), *EVIDENCE,
+)
+
+#: DynamoDB checkpoint-table migration steps per table, from NiFi logs and CloudTrail.
+MIGRATION_STEPS = _s(
+    ("table", StringType), ("base_table", StringType), ("ts", TimestampType), ("step", StringType),
+    ("origin", StringType), ("host", StringType), ("error_code", StringType), ("detail", StringType), *EVIDENCE,
+)
+
+#: Per-host clock offset estimate (host clock minus reference clock).
+CLOCK_SKEW = _s(
+    ("host", StringType), ("reference_host", StringType), ("offset_ms", LongType), ("samples", IntegerType),
+    ("spread_ms", LongType), ("confidence", StringType), ("method", StringType),
+)
+
+TABLES: dict[str, StructType] = {
+    "process_runs": PROCESS_RUNS,
+    "generations": GENERATIONS,
+    "thread_states": STATES,
+    "client_states": STATES,
+    "task_lifecycles": TASK_LIFECYCLES,
+    "locks": LOCKS,
+    "checkpoints": CHECKPOINTS,
+    "restorations": RESTORATIONS,
+    "wipes": WIPES,
+    "dir_cleanups": DIR_CLEANUPS,
+    "nifi_processor_events": NIFI_PROCESSOR_EVENTS,
+    "migration_steps": MIGRATION_STEPS,
+    "clock_skew": CLOCK_SKEW,
+}
+
