@@ -33,3 +33,19 @@ def spark():
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def analysis_of(spark, tmp_path_factory):
+    """Analyse a shipped sample bundle once per test session: ``analysis_of("kafka-restore-skipped")``."""
+    from toolkit.pipeline import analyse
+
+    done: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in done:
+            out = tmp_path_factory.mktemp(f"analysis-{name}")
+            done[name] = analyse(spark, SAMPLES / name, out)
+        return done[name]
+
+    return get

@@ -41,3 +41,10 @@ def test_parse_writes_tables_and_summary(spark, tmp_path, capsys):
     assert data["totals"] == {"lines": 3, "records": 1, "continuation": 1, "unparsed": 1, "files": 2,
                               "problems": 1, "unaccounted_files": 0}
     assert spark.read.parquet(str(out / "records.parquet")).count() == 2
+
+
+def test_catalogue_lists_templates_without_spark(capsys):
+    assert main(["catalogue"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "ks.checkpoint.read" in out or "CHECKPOINT_READ" in out
+    assert len(out.splitlines()) > 400  # one line per template

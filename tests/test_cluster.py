@@ -1,7 +1,8 @@
 """The same commands run unchanged on a Spark standalone cluster and through Spark Connect.
 
 Both services are started from pyspark's own distribution on 127.0.0.1. The CLI runs in a
-subprocess (one SparkContext per process), and its tables must equal the embedded run's.
+subprocess (one SparkContext per process); its tables (records, events, timeline) must equal the
+embedded run's.
 """
 
 from __future__ import annotations
@@ -35,42 +36,48 @@ def small_bundle(tmp_path_factory) -> Path:
     return root
 
 
-def _parse(bundle: Path, out: Path, *spark_args: str) -> dict:
-    cmd = [sys.executable, "-m", "toolkit.cli", "parse", str(bundle), "--out", str(out), "--quiet", "--no-cache", *spark_args]
+def _run_timeline(bundle: Path, out: Path, *spark_args: str) -> dict:
+    cmd = [sys.executable, "-m", "toolkit.cli", "timeline", str(bundle), "--out", str(out), "--quiet", "--no-cache",
+           *spark_args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=loopback_env(), timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     return json.loads((out / "ingest.json").read_text())
 
 
-def _records(spark, out: Path) -> list[tuple]:
-    df = spark.read.parquet(str(out / "records.parquet"))
-    return sorted(tuple(r) for r in df.collect())
+COMPARED_TABLES = ("records", "events", "config", "process_runs", "thread_states", "checkpoints",
+                   "restorations", "wipes", "task_lifecycles")
+
+
+def _tables(spark, out: Path) -> dict[str, list[tuple]]:
+    """Every compared table as sorted tuples (order of rows is not part of the contract)."""
+    return {name: sorted((tuple(map(repr, r)) for r in spark.read.parquet(str(out / f"{name}.parquet")).collect()))
+            for name in COMPARED_TABLES}
 
 
 @pytest.fixture(scope="module")
 def embedded(spark, small_bundle, tmp_path_factory):
-    from toolkit.ingest import parse_bundle
+    from toolkit.pipeline import analyse
 
     out = tmp_path_factory.mktemp("embedded")
-    parse_bundle(spark, small_bundle, out)
+    analyse(spark, small_bundle, out)
     return out
 
 
 @pytest.mark.cluster
-def test_parse_on_standalone_cluster(spark, small_bundle, embedded, tmp_path):
+def test_timeline_on_standalone_cluster(spark, small_bundle, embedded, tmp_path):
     with standalone_cluster(tmp_path / "spark") as url:
-        report = _parse(small_bundle, tmp_path / "out", "--master", url)
+        report = _run_timeline(small_bundle, tmp_path / "out", "--master", url)
     assert report["totals"]["lines"] == 9
     assert report["totals"]["unaccounted_files"] == 0
-    assert _records(spark, tmp_path / "out") == _records(spark, embedded)
+    assert _tables(spark, tmp_path / "out") == _tables(spark, embedded)
 
 
 @pytest.mark.connect
-def test_parse_through_spark_connect(spark, small_bundle, embedded, tmp_path):
+def test_timeline_through_spark_connect(spark, small_bundle, embedded, tmp_path):
     with connect_server(tmp_path / "spark") as url:
-        report = _parse(small_bundle, tmp_path / "out", "--remote", url)
+        report = _run_timeline(small_bundle, tmp_path / "out", "--remote", url)
     assert report["totals"]["records"] == 4 and report["totals"]["unparsed"] == 1
-    assert _records(spark, tmp_path / "out") == _records(spark, embedded)
+    assert _tables(spark, tmp_path / "out") == _tables(spark, embedded)
 
 
 FORBIDDEN = {

@@ -414,3 +414,12 @@ def test_cli_text_and_fail_on(monkeypatch, tmp_path, capsys):
     assert cli.run(args) == cli.EXIT_FINDINGS
     assert json.loads(capsys.readouterr().out)["summary"]["critical"] == 1
     assert cli.run(parser.parse_args([str(tmp_path)])) == 0
+
+
+def test_registered_ids_match_the_knowledge_files():
+    from toolkit.knowledge import load_known_bugs
+    from toolkit.knowledge.collect import known_detector_ids
+
+    ids = set(registered_detectors())
+    assert ids == set(known_detector_ids())
+    assert {d for bug in load_known_bugs() for d in bug.detectors} <= ids

@@ -41,7 +41,7 @@ def test_report_notebook_declares_every_parameter():
     nb = nbformat.read(str(NOTEBOOKS / "incident_report.ipynb"), as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     for name in ("bundle", "out_dir", "time_window", "hosts", "tasks", "app_id", "spark_master", "spark_remote",
-                 "timezone"):
+                 "timezone", "charts"):
         assert f"\n{name}: " in "\n" + cell.source, name
 
 
@@ -54,6 +54,7 @@ def test_report_notebook_declares_every_parameter():
     ({"spark_master": "local[1]", "spark_remote": "sc://h:15002"}, "not both"),
     ({"spark_remote": "http://h:15002"}, "starting with sc://"),
     ({"hosts": [""]}, "hosts must be a list"),
+    ({"charts": "png"}, "charts must be one of"),
 ])
 def test_bad_parameters_fail_with_one_sentence(tmp_path, kwargs, message):
     args = {"bundle": str(REPO / "sample_logs" / "kafka-eos-stale-checkpoint"), "out_dir": str(tmp_path), **kwargs}
@@ -92,3 +93,19 @@ def test_explore_notebook_runs_headless(tmp_path):
     kinds = {k for o in last for k in o.get("data", {})}
     assert "text/html" in kinds  # the evidence table
     assert any(k.startswith("application/vnd.vegalite") or k == "image/svg+xml" for k in kinds)
+
+
+def test_kernel_runs_this_interpreter_even_when_python3_points_elsewhere(tmp_path, monkeypatch):
+    """A user-level ``python3`` kernelspec of another Python must not run the report."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    other = tmp_path / "other" / "kernels" / "python3"
+    other.mkdir(parents=True)
+    (other / "kernel.json").write_text(json.dumps({"argv": ["/opt/elsewhere/bin/python", "-m", "ipykernel_launcher",
+                                                            "-f", "{connection_file}"], "display_name": "x",
+                                                   "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "other"))
+    with report.kernel_for_this_interpreter(tmp_path / "scratch") as name:
+        spec = KernelSpecManager().get_kernel_spec(name)
+        assert name == report.PRIVATE_KERNEL and spec.argv[0] == sys.executable
+    assert KernelSpecManager().get_kernel_spec("python3").argv[0] == "/opt/elsewhere/bin/python"  # env restored

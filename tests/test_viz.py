@@ -23,10 +23,13 @@ def tiny_timeline(spark):
         return spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows], schema)
 
     events = spark.createDataFrame(
-        [("orders-agg-0/app.log", 10, "Writing checkpoint: {order-totals-changelog-0=1203321}"),
-         ("orders-agg-0/app.log", 40, "stream-thread [main] Shutdown complete"),
-         ("orders-agg-0/app.log", 50, "State store order-totals initialized from checkpoint with offset 1203321")],
-        "source string, line_no long, message string")
+        [("orders-agg-0/app.log", 10, "Writing checkpoint: {order-totals-changelog-0=1203321}", "orders-agg-0",
+          T("2026-03-07 09:00:06.875"), "CHECKPOINT_WRITTEN", "0_0"),
+         ("orders-agg-0/app.log", 40, "stream-thread [main] Shutdown complete", "orders-agg-0",
+          T("2026-03-07 10:06:07"), None, None),
+         ("orders-agg-0/app.log", 50, "State store order-totals initialized from checkpoint with offset 1203321",
+          "orders-agg-0", T("2026-03-07 10:08:31"), "CHECKPOINT_READ", "0_0")],
+        "source string, line_no long, message string, host string, ts timestamp, event string, task_id string")
     src = "orders-agg-0/app.log"
     tl = Timeline(
         events=events, config=events.limit(0), state=None,
@@ -120,3 +123,22 @@ def test_ingest_chart_shows_unparsed_share():
     frame = pd.DataFrame({"host": ["a", "a", "b"], "bucket": pd.to_datetime(["2026-01-01 00:00"] * 3),
                           "level": ["INFO", "unparsed", "WARN"], "lines": [90, 10, 5], "bucket_seconds": 60})
     assert "unparsed share" in viz.to_svg(viz.ingest_chart(frame))
+
+
+def test_explorer_redraws_without_a_widget_frontend(tiny_timeline, tmp_path):
+    from types import SimpleNamespace
+
+    from toolkit import report
+
+    params = report.validate_parameters(str(tmp_path), tmp_path)
+    analysis = SimpleNamespace(timeline=tiny_timeline,
+                               ingest=SimpleNamespace(files=[SimpleNamespace(host="orders-agg-0")]))
+    inv = report.Investigation(params=params, analysis=analysis, findings=[], hosts=None, tasks=None,
+                               started=datetime.now(), seconds=0.0)
+    explorer = report.Explorer(inv)
+    assert explorer.tasks == ["0_0"] and explorer.hosts == ["orders-agg-0"]
+    chart = explorer.charts(hosts=["orders-agg-0"], tasks=["0_0"], window=("2026-03-07 09:30", None))
+    assert viz.to_svg(chart).startswith("<svg")
+    table = explorer.evidence(hosts=["orders-agg-0"])
+    assert list(table.columns[:2]) == ["where", "ts"]
+    assert explorer.widget() is not None

@@ -484,9 +484,12 @@ def gunzip_to(src: Path, target: Path, limits: Limits, source: str, problems: li
                 except zlib.error as exc:
                     problem, detail = "truncated or corrupt gzip", f"{exc}; {written} bytes recovered"
                     break
+                over = len(piece) > limits.max_member_bytes - written
+                if over:  # never write past the cap, not even by one decompressed chunk
+                    piece = piece[:max(limits.max_member_bytes - written, 0)]
                 written += len(piece)
                 out.write(piece)
-                if written > limits.max_member_bytes or (written > 1 << 26 and written / compressed > limits.max_ratio):
+                if over or (written > 1 << 26 and written / compressed > limits.max_ratio):
                     problem, detail = "compression ratio too high (gzip bomb?)", f"stopped after {written} bytes"
                     break
                 if decomp.unconsumed_tail:

@@ -25,6 +25,8 @@ from toolkit import __version__
 from toolkit.bundle import HostSettings, LogFile
 
 KEY_COLUMN = "cache_key"
+#: Bump when the records a parse produces change shape or content (cached records become stale).
+PARSE_FORMAT = 2
 
 
 def default_cache_dir() -> Path:
@@ -69,12 +71,13 @@ class ParseCache:
         self.root = Path(root) if root else default_cache_dir()
         self.records_dir = self.root / "records"
         self.meta_dir = self.root / "meta"
-        self._salt = f"{__version__}|{_catalogue_digest()}"
+        self._salt = f"{__version__}|{PARSE_FORMAT}|{_catalogue_digest()}"
 
-    def key_for(self, log: LogFile, settings: HostSettings) -> str:
+    def key_for(self, log: LogFile, settings: HostSettings, redact: bool = True) -> str:
         """Key of one file: its content plus everything that changes how it parses."""
         parts = [self._salt, content_digest(log.local_path), log.source, log.host,
-                 settings.timezone, str(settings.clock_offset_ms), settings.date or ""]
+                 settings.timezone, str(settings.clock_offset_ms), settings.date or "",
+                 "redacted" if redact else "raw"]
         if settings.date is None:  # time-only layouts borrow the file's date
             parts.append(str(int(log.local_path.stat().st_mtime // 86400)))
         return hashlib.blake2b("\0".join(parts).encode(), digest_size=12).hexdigest()

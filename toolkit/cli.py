@@ -5,7 +5,8 @@ Exit codes (also in the README):
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
 * 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml), one sentence on stderr;
-* 3 — no Spark session could be started (unreachable master or Connect endpoint).
+* 3 — no Spark session could be started (unreachable master or Connect endpoint);
+* 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
     """Open the bundle before Spark starts, so a wrong path fails in a second, not a minute."""
     from toolkit.bundle import BundleError, open_bundle
 
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"output directory {args.out} is a file")
     say("discovering files")
     work = args.work_dir or Path(args.out) / "work"
     try:
@@ -69,15 +72,22 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
+    from pyspark.sql import functions as F
+
     from toolkit.cache import ParseCache
     from toolkit.ingest import parse_bundle
+    from toolkit.pipeline import classify_records
 
     say = _progress(not args.quiet)
     bundle = _open_bundle(args, say)
     spark = _spark(args)
     say("Spark session ready")
     cache = None if args.no_cache else ParseCache(args.cache_dir)
-    _, report, _ = parse_bundle(spark, bundle, args.out, progress=say, cache=cache)
+    _, report, records = parse_bundle(spark, bundle, args.out, progress=say, cache=cache,
+                                      redact=not args.no_redact)
+    events, _ = classify_records(spark, records, Path(args.out), progress=say)
+    by_event = events.groupBy("event").count().orderBy(F.desc("count")).limit(12).collect()
+    shapes = spark.read.parquet(str((Path(args.out) / "unknown_shapes.parquet").resolve())).limit(5).collect()
     rows = [[f.path, f.host, f.layout or "(unknown)", f.lines, f.records, f.continuation, f.unparsed]
             for f in report.files]
     print(_table(rows, ["file", "host", "layout", "lines", "records", "cont.", "unparsed"]))
@@ -90,8 +100,75 @@ def cmd_parse(args: argparse.Namespace) -> int:
             print(f"  unparsed {f.path}:{ex['line_no']}: {ex['text'][:160]}")
     for p in report.problems:
         print(f"  problem  {p.source}: {p.problem}{' — ' + p.detail if p.detail else ''}")
-    print(f"\nWrote {Path(args.out) / 'records.parquet'} and {Path(args.out) / 'ingest.json'}")
+    if by_event:
+        print("\nmost frequent events: " + ", ".join(f"{r['event']} {r['count']}" for r in by_event))
+    for r in shapes:
+        print(f"  unclassified shape ×{r['count']} ({r['logger'] or 'no logger'}): {r['shape'][:140]}")
+    print(f"\nWrote records, events, config and unknown_shapes (.parquet) and ingest.json to {args.out}/")
     return EXIT_OK if t["unaccounted_files"] == 0 else EXIT_FAILED
+
+
+def _add_bundle_args(p: argparse.ArgumentParser, out_required: bool = True) -> None:
+    p.add_argument("bundle", nargs="+", help="bundle directory, archive, or loose log files")
+    p.add_argument("--out", required=out_required, help="output directory")
+    p.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
+    p.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
+    p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep secret-looking values in records.parquet (local use only; events and config stay redacted)")
+    _add_spark_args(p)
+
+
+def analyse_from_args(args: argparse.Namespace):
+    """Open the bundle, start Spark and run the whole pipeline (shared by timeline/detect/report)."""
+    from toolkit.cache import ParseCache
+    from toolkit.pipeline import analyse
+
+    say = _progress(not args.quiet)
+    bundle = _open_bundle(args, say)
+    spark = _spark(args)
+    say("Spark session ready")
+    cache = None if args.no_cache else ParseCache(args.cache_dir)
+    return analyse(spark, bundle, args.out, cache=cache, progress=say, redact=not args.no_redact)
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    analysis = analyse_from_args(args)
+    summary = analysis.timeline.summary()
+    rows = [[r.table, r.rows, r.first or "", r.last or ""] for r in summary.itertuples()]
+    print(_table(rows, ["table", "count", "first", "last"]))
+    runs = analysis.timeline.process_runs.orderBy("host", "run_no").limit(50).collect()
+    if runs:
+        print()
+        print(_table([[r.host, r.run_no, r.start, r.end, r.end_kind, r.guarantee or "", r.version or ""] for r in runs],
+                     ["host", "run", "start", "end", "ended", "guarantee", "version"]))
+    skew = analysis.timeline.clock_skew.where("host != reference_host").collect()
+    for r in skew:
+        print(f"clock skew: {r.host} is {r.offset_ms:+d} ms against {r.reference_host} "
+              f"({r.samples} samples, spread {r.spread_ms} ms, {r.confidence} confidence)")
+    print(f"\nWrote the timeline tables to {args.out}/")
+    return EXIT_OK
+
+
+def cmd_catalogue(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from toolkit.events import catalogue_table, template_hits
+
+    hits = None
+    if args.bundle:
+        args.bundle = [args.bundle]
+        analysis = analyse_from_args(args)
+        hits = template_hits(analysis.events)
+    table = catalogue_table(hits)
+    if hits is not None and "hits" in table.columns:
+        table = table.sort_values("hits", ascending=False)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 70):
+        cols = [c for c in ("id", "product", "level", "event", "versions", "hits") if c in table.columns]
+        print(table[cols].to_string(index=False))
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,16 +178,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("parse", help="parse a bundle's logs into records (records.parquet, ingest.json)")
-    p.add_argument("bundle", nargs="+", help="bundle directory, archive, or loose log files")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
-    p.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
-    p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
-    _add_spark_args(p)
+    p = sub.add_parser("parse", help="parse a bundle: records, events, config and state tables + ingest.json")
+    _add_bundle_args(p)
     p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("timeline", help="reconstruct the timeline tables (runs, tasks, locks, checkpoints, restores...)")
+    _add_bundle_args(p)
+    p.set_defaults(func=cmd_timeline)
+
+    p = sub.add_parser("catalogue", help="list the log templates the toolkit knows, with hit counts on a bundle")
+    p.add_argument("--bundle", help="count hits of each template in this bundle")
+    p.add_argument("--out", default=None, help="output directory for the bundle's tables (with --bundle)")
+    p.add_argument("--timezone", help=argparse.SUPPRESS)
+    p.add_argument("--work-dir", help=argparse.SUPPRESS)
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    _add_spark_args(p)
+    p.set_defaults(func=cmd_catalogue)
 
     # Commands with their own argument parsers (usable without Spark, some as single files).
     for name, help_text, target in (
@@ -122,6 +207,18 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, add_help=False, prefix_chars="\0")
         p.add_argument("args", nargs=argparse.REMAINDER)
         p.set_defaults(func=_forward(target))
+
+    from toolkit.detectors import cli as detect_cli
+
+    p = sub.add_parser("detect", help="run the root-cause detectors and print ranked findings (text or JSON)")
+    detect_cli.build_parser(p)
+    p.set_defaults(func=detect_cli.run)
+
+    from toolkit import report
+
+    p = sub.add_parser("report", help="analyse a bundle and write a self-contained HTML incident report")
+    report.build_parser(p)
+    p.set_defaults(func=report.run)
 
     from toolkit.knowledge import collect
 

@@ -142,9 +142,10 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestR
 Progress = Callable[[str], None]
 
 
-def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, say: Progress) -> ParsedLogs:
+def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, say: Progress,
+                      redact: bool = True) -> ParsedLogs:
     """Parse only files the cache has not seen; read everything else back from the cache."""
-    keys = {f.source: cache.key_for(f, bundle.settings_for(f.host)) for f in bundle.logs}
+    keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
     known = {src: cache.lookup(key) for src, key in keys.items()}
     misses = [f for f in bundle.logs if known[f.source] is None]
     say(f"{len(bundle.logs) - len(misses)} of {len(bundle.logs)} log files unchanged since an earlier run (cache)")
@@ -152,7 +153,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         say(f"parsing {len(misses)} log files ({sum(f.size for f in misses) / 1e6:.1f} MB) on Spark")
         for f in misses:
             cache.forget(keys[f.source])  # leftovers of an interrupted run
-        parsed = parse_logs(spark, bundle, files=misses)
+        parsed = parse_logs(spark, bundle, files=misses, redact=redact)
         keymap = spark.createDataFrame([(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
         (parsed.records.join(F.broadcast(keymap), "source")
          .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
@@ -203,6 +204,7 @@ def parse_bundle(
     work_dir: Path | str | None = None,
     progress: Progress | None = None,
     cache: ParseCache | None = None,
+    redact: bool = True,
 ) -> tuple[Bundle, IngestReport, DataFrame]:
     """Parse a bundle and write ``records.parquet`` and ``ingest.json`` under ``out_dir``.
 
@@ -217,10 +219,10 @@ def parse_bundle(
     if not isinstance(bundle, Bundle):
         say("discovering files")
         bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
-    parsed = _parse_with_cache(spark, bundle, cache, say) if cache else None
+    parsed = _parse_with_cache(spark, bundle, cache, say, redact) if cache else None
     if parsed is None:
         say(f"parsing {len(bundle.logs)} log files ({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
-        parsed = parse_logs(spark, bundle)
+        parsed = parse_logs(spark, bundle, redact=redact)
     records_path = out / "records.parquet"
     parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
     records = spark.read.parquet(str(records_path.resolve()))

@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from toolkit.bundle import Bundle, LogFile
+from toolkit.redact import redact_text_guarded_col
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA, UNPARSED
 
 FIELD_SEP = "\u0001"  # never printed by a logger; used to split one regex rewrite into fields
@@ -380,7 +381,7 @@ def _line_fields(layout: Layout, text: Column) -> tuple[Column, Column]:
 
 
 def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
-               layouts: list[Layout], chains: list[tuple[str, ...]]) -> tuple[DataFrame, DataFrame]:
+               layouts: list[Layout], chains: list[tuple[str, ...]], redact: bool = True) -> tuple[DataFrame, DataFrame]:
     """Parse every text file in one Spark plan; per-file layout choices become CASE branches."""
     numbered, counts = _numbered_lines(spark, paths)
     lines = numbered.join(F.broadcast(files), "file_key")
@@ -459,7 +460,11 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         F.col("value").alias("message"), F.lit(None).cast("string").alias("stack"), F.lit(UNPARSED).alias("layout"),
         F.lit("missing").alias("ts_quality"), F.lit(1).alias("line_count"),
     )
-    return records.unionByName(stray), counts
+    records = records.unionByName(stray)
+    if redact:
+        records = records.withColumn("message", redact_text_guarded_col(F.col("message"))).withColumn(
+            "stack", redact_text_guarded_col(F.col("stack")))
+    return records, counts
 
 
 #: A time of day that goes back by more than this against the record before it is the next day.
@@ -521,8 +526,12 @@ def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> Data
 
 
 def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None,
-               files: list[LogFile] | None = None) -> ParsedLogs:
-    """Parse the bundle's log files (or only ``files``) into one records DataFrame (``RECORD_SCHEMA``)."""
+               files: list[LogFile] | None = None, redact: bool = True) -> ParsedLogs:
+    """Parse the bundle's log files (or only ``files``) into one records DataFrame (``RECORD_SCHEMA``).
+
+    With ``redact`` (the default) secret-looking values in messages and stack traces (passwords,
+    tokens, JAAS configs, credentials in URLs, AWS keys) are replaced by ``[redacted]``.
+    """
     cat = cat or load_layouts()
     logs = bundle.logs if files is None else files
     detections: dict[str, Detection] = {
@@ -538,7 +547,7 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
     used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
     used_chains = sorted({d.wrappers for d in detections.values()})
     paths = [str(f.local_path.resolve()) for f in readable]
-    records, counts = _parse_all(spark, cat, files, paths, used_layouts, used_chains)
+    records, counts = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact)
     line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select(
         "source", "lines_read", "bad_utf8_lines", "nul_lines")
     zero = [(f.source, 0, 0, 0) for f in logs if not f.size]

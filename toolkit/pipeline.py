@@ -48,6 +48,19 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     return StateFacts(**tables)
 
 
+def classify_records(spark: SparkSession, records: DataFrame, out: Path,
+                     progress: Progress | None = None) -> tuple[DataFrame, DataFrame]:
+    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``unknown_shapes.parquet``."""
+    from toolkit.events import classify, extract_config, tag_runs, unknown_shapes
+
+    (progress or (lambda _m: None))("classifying events")
+    paths = {name: str((out / f"{name}.parquet").resolve()) for name in ("events", "config", "unknown_shapes")}
+    tag_runs(classify(records)).write.mode("overwrite").parquet(paths["events"])
+    extract_config(records).write.mode("overwrite").parquet(paths["config"])
+    unknown_shapes(records).write.mode("overwrite").parquet(paths["unknown_shapes"])
+    return spark.read.parquet(paths["events"]), spark.read.parquet(paths["config"])
+
+
 def analyse(
     spark: SparkSession,
     bundle: Bundle | Path | str | list,
@@ -58,21 +71,14 @@ def analyse(
     cache: ParseCache | None = None,
     progress: Progress | None = None,
     write_timeline: bool = True,
+    redact: bool = True,
 ) -> Analysis:
     """Parse, classify and reconstruct the timeline of a bundle; tables land in ``out_dir``."""
-    from toolkit.events import classify, extract_config, tag_runs
-
     say = progress or (lambda _m: None)
     out = Path(out_dir)
     opened, report, records = parse_bundle(spark, bundle, out, timezone=timezone, work_dir=work_dir,
-                                           progress=say, cache=cache)
-    say("classifying events")
-    events_path = out / "events.parquet"
-    tag_runs(classify(records)).write.mode("overwrite").parquet(str(events_path.resolve()))
-    events = spark.read.parquet(str(events_path.resolve()))
-    config_path = out / "config.parquet"
-    extract_config(records).write.mode("overwrite").parquet(str(config_path.resolve()))
-    config = spark.read.parquet(str(config_path.resolve()))
+                                           progress=say, cache=cache, redact=redact)
+    events, config = classify_records(spark, records, out, progress=say)
     say("reconstructing the timeline")
     timeline = build_timeline(events, _state_facts(spark, out), config)
     if write_timeline:

@@ -83,6 +83,21 @@ def redact_text_col(text: Column) -> Column:
     return text
 
 
+#: Lower-case words one of which every secret the rules above can find contains; a line with none
+#: of them skips the regular expressions (most log lines), which keeps redaction cheap.
+_HINTS = ("pass", "secret", "token", "cred", "jaas", "key", "user.info", "://", "akia", "asia")
+
+
+def redact_text_guarded_col(text: Column) -> Column:
+    """:func:`redact_text_col`, run only on lines that contain a hint word (cheap ``contains`` first)."""
+    lowered = F.lower(text)
+    hinted = None
+    for hint in _HINTS:
+        cond = lowered.contains(hint)
+        hinted = cond if hinted is None else hinted | cond
+    return F.when(hinted, redact_text_col(text)).otherwise(text)
+
+
 def redact_config_value_col(key: Column, value: Column) -> Column:
     """Spark expression: :func:`redact_config_value` on key/value columns."""
     keep = F.trim(value).isin(*_NOT_SECRET_VALUES)
@@ -101,4 +116,5 @@ __all__ = [
     "redact_config_value_col",
     "redact_text",
     "redact_text_col",
+    "redact_text_guarded_col",
 ]

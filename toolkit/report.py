@@ -41,6 +41,9 @@ PRIVATE_KERNEL = "stream-incident-python"
 
 Progress = Callable[[str], None]
 
+#: ``svg``: static inline SVG (the offline HTML report); ``interactive``: Vega-Lite with hover tooltips in Jupyter.
+CHART_MODES = ("svg", "interactive")
+
 
 # --------------------------------------------------------------------------------------------
 # Parameters
@@ -63,6 +66,7 @@ class ReportParameters:
     spark_master: str | None = None
     spark_remote: str | None = None
     timezone: str = "UTC"
+    charts: str = "svg"
 
     def as_table(self) -> pd.DataFrame:
         """The parameters as a two-column table for the report."""
@@ -74,7 +78,7 @@ class ReportParameters:
                 ("app_id", self.app_id or "any"),
                 ("spark", self.spark_remote or self.spark_master or os.environ.get("SPARK_REMOTE")
                  or os.environ.get("SPARK_MASTER") or "local[*] (embedded)"),
-                ("chart time zone", self.timezone)]
+                ("chart time zone", self.timezone), ("charts", self.charts)]
         return pd.DataFrame(rows, columns=["parameter", "value"])
 
 
@@ -114,6 +118,7 @@ def validate_parameters(
     spark_master: Any = None,
     spark_remote: Any = None,
     timezone: Any = "UTC",
+    charts: Any = "svg",
 ) -> ReportParameters:
     """Check the report parameters and return them normalised; raise :class:`ParameterError` otherwise."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -149,10 +154,12 @@ def validate_parameters(
         ZoneInfo(str(timezone))
     except (ZoneInfoNotFoundError, ValueError):
         raise ParameterError(f"timezone {timezone!r} is not an IANA zone name such as UTC or Europe/Berlin.") from None
+    if charts not in CHART_MODES:
+        raise ParameterError(f"charts must be one of {', '.join(CHART_MODES)}, not {charts!r}.")
     return ReportParameters(bundle=bundle_path, out_dir=out_path, time_window=window,
                             hosts=_names(hosts, "hosts"), tasks=_names(tasks, "tasks"),
                             app_id=app_id.strip() if app_id else None, spark_master=spark_master or None,
-                            spark_remote=spark_remote or None, timezone=str(timezone))
+                            spark_remote=spark_remote or None, timezone=str(timezone), charts=charts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,9 +198,7 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> I
     started = datetime.now(dt_timezone.utc)
     t0 = time.monotonic()
     spark = get_spark(master=params.spark_master, remote=params.spark_remote)
-    analysis = analyse(spark, params.bundle, params.out_dir, cache=ParseCache(), progress=progress,
-                       write_timeline=False)
-    analysis.timeline = persist_timeline(analysis.timeline, params.out_dir / "timeline")
+    analysis = analyse(spark, params.bundle, params.out_dir, cache=ParseCache(), progress=progress)
     findings = run_detectors(analysis.timeline)
     notes: list[str] = []
     hosts = params.hosts
@@ -210,21 +215,6 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> I
         findings = [f for f in findings if _in_scope(f, hosts, params.tasks)]
     return Investigation(params=params, analysis=analysis, findings=findings, hosts=hosts, tasks=params.tasks,
                          started=started, seconds=time.monotonic() - t0, notes=notes)
-
-
-def persist_timeline(tl, folder: Path):
-    """Write the derived tables under ``folder`` and swap each for its parquet copy.
-
-    Charts and detectors query the same tables many times; reading them back skips recomputing
-    the window functions each time. A folder of its own keeps them apart from the state-capture
-    tables of the same names (``checkpoints.parquet``) that ``analyse`` writes into ``out_dir``.
-    """
-    from toolkit.timeline import Timeline
-
-    tl.write(folder)
-    spark = tl.spark
-    tables = {name: spark.read.parquet(str((folder / f"{name}.parquet").resolve())) for name in tl.tables()}
-    return Timeline(events=tl.events, config=tl.config, state=tl.state, notes=tl.notes, **tables)
 
 
 def _in_scope(finding, hosts: list[str] | None, tasks: list[str] | None) -> bool:
@@ -629,7 +619,7 @@ def make_report(
     parameters = {"bundle": str(params.bundle), "out_dir": str(out), "time_window": window,
                   "hosts": params.hosts, "tasks": params.tasks, "app_id": params.app_id,
                   "spark_master": params.spark_master, "spark_remote": params.spark_remote,
-                  "timezone": params.timezone}
+                  "timezone": params.timezone, "charts": "svg"}
     executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say)
     say("exporting report.html (charts inline, no network references)")
     html_path = export_html(executed, out / "report.html", title=f"Incident report: {params.bundle.name}")

@@ -452,11 +452,13 @@ def task_lane_chart(events: pd.DataFrame, findings: pd.DataFrame | None = None, 
             range=["circle", "triangle-down", "diamond", "diamond", "cross", "square", "triangle-right", "triangle-up"]))
         layers.append(alt.Chart(points).mark_point(size=110, filled=True, opacity=0.9).encode(
             x=_x("start", tz), y=y, color=colour, shape=shapes, tooltip=tip))
-        # Label the events a reader looks for first: checkpoints, crashes, wipes, failed locks.
-        key = points[points["category"].isin(["checkpoint", "checkpoint-file", "crash", "wipe", "lock-failed", "process"])]
-        if not key.empty and len(key) <= 60:
-            layers.append(alt.Chart(key).mark_text(align="left", dx=6, dy=-9, fontSize=9).encode(
-                x=_x("start", tz), y=y, text="label:N"))
+        # Label the events a reader looks for first: checkpoints, crashes, restarts, wipes, failed locks.
+        key = _stagger_labels(points[points["category"].isin(["checkpoint", "crash", "wipe", "lock-failed", "process"])])
+        for dy in LABEL_LEVELS:
+            level = key[key["label_dy"] == dy]
+            if not level.empty:
+                layers.append(alt.Chart(level).mark_text(align="left", dx=5, dy=dy, fontSize=9).encode(
+                    x=_x("start", tz), y=y, text="short:N"))
     if findings is not None and not findings.empty and findings["ts"].notna().any():
         fm = _prepare(findings[findings["ts"].notna()], ["ts"], tz)
         fm["lane"] = fm["task_id"].astype(str) + " @ " + fm["host"].astype(str)
@@ -467,6 +469,35 @@ def task_lane_chart(events: pd.DataFrame, findings: pd.DataFrame | None = None, 
                 x=_x("ts", tz), y=y,
                 tooltip=["detector:N", "title:N", "confidence:N", alt.Tooltip("ts_text:N", title="at"), "evidence:N"]))
     return alt.layer(*layers).properties(width=CHART_WIDTH, height=max(80, 46 * len(lanes)), title=title)
+
+
+#: Text rows per lane for point labels; labels that fit in none of them are left to the tooltip.
+LABEL_LEVELS = (-10, 12, -21)
+_CHAR_PX = 5.2  # average width of a 9px label character
+
+
+def _stagger_labels(points: pd.DataFrame, max_labels: int = 80) -> pd.DataFrame:
+    """Place point labels on up to three text rows per lane so neighbours in time do not overprint."""
+    if points.empty:
+        return points.assign(label_dy=pd.Series(dtype="float64"), short=pd.Series(dtype="object"))
+    pts = points.sort_values("start").copy()
+    # Keep labels short: the changelog and the evidence line are in the tooltip.
+    pts["short"] = pts["label"].astype(str).str.replace(r"^(checkpoint \w+ -?\d+).*$", r"\1", regex=True).str[:40]
+    times = pts["start"].astype("int64")
+    span = max(int(times.max() - times.min()), 1)
+    per_px = span / CHART_WIDTH
+    kept, dys = [], []
+    for lane, grp in pts.groupby("lane", sort=False):
+        free_from = [float("-inf")] * len(LABEL_LEVELS)
+        for idx, t, text in zip(grp.index, times[grp.index], grp["short"]):
+            for level, start_free in enumerate(free_from):
+                if t >= start_free:
+                    free_from[level] = t + (len(text) * _CHAR_PX + 12) * per_px
+                    kept.append(idx)
+                    dys.append(LABEL_LEVELS[level])
+                    break
+    out = pts.loc[kept].assign(label_dy=dys)
+    return out.head(max_labels)
 
 
 def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
@@ -652,6 +683,14 @@ def timeline_charts(tl, hosts: Sequence[str] | None = None, tasks: Sequence[str]
 def use_inline_svg() -> None:
     """Render charts as inline SVG (vl-convert): the notebook and its HTML need no JavaScript or network."""
     alt.renderers.enable("svg")
+
+
+def use_charts(mode: str) -> None:
+    """``svg`` (static, offline, for reports) or ``interactive`` (Vega-Lite in Jupyter, hover tooltips)."""
+    if mode == "svg":
+        use_inline_svg()
+    else:
+        alt.renderers.enable("default")
 
 
 def to_svg(chart: alt.TopLevelMixin) -> str:

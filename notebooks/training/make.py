@@ -210,10 +210,11 @@ def notebook_for(course: Course) -> nbformat.NotebookNode:
         "language_info": {"name": "python"}})
     params = new_code_cell(
         "# Parameters (papermill injects overrides after this cell).\n"
+        "from typing import Optional\n\n"
         f'bundle: str = "../../sample_logs/{course.bundle}"  # the sample bundle of this course\n'
         f'out_dir: str = "../../out/training/{course.bundle}"  # parsed tables land here\n'
-        "spark_master: str | None = None  # None: $SPARK_MASTER or embedded local[*]\n"
-        "spark_remote: str | None = None  # Spark Connect URL (sc://...), or None\n")
+        "spark_master: Optional[str] = None  # None: $SPARK_MASTER or embedded local[*]\n"
+        "spark_remote: Optional[str] = None  # Spark Connect URL (sc://...), or None\n")
     params.metadata["tags"] = ["parameters"]
     cells = [
         new_markdown_cell(f"# Training: {course.title}\n\nIncident class `{course.detector}` "
@@ -279,7 +280,7 @@ def stale() -> list[Path]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check that the notebooks are up to date")
     args = parser.parse_args(argv)

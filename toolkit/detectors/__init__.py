@@ -113,6 +113,10 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None) -> list[Find
         specs = {d: specs[d] for d in wanted}
     findings: list[Finding] = []
     for spec in specs.values():
+        absent = [name for name in spec.needs if not hasattr(timeline, name)]
+        if absent:
+            findings.append(_failure_finding(spec, AttributeError(f"timeline has no {', '.join(absent)}")))
+            continue
         try:
             produced = list(spec.fn(timeline) or [])
         except Exception as exc:  # a broken detector must not hide the others' findings

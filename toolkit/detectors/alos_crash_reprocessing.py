@@ -36,7 +36,7 @@ DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
           needs=("process_runs", "events", "restorations", "checkpoints"))
 def alos_crash_reprocessing(tl) -> list[Finding]:
     """Estimate the reprocessing window of an at-least-once crash from summaries and commit.interval.ms."""
-    runs = tl.process_runs.where((F.col("product").isNull() | (F.col("product") == "kafka-streams"))
+    runs = tl.process_runs.where((F.col("product").isNull() | (F.col("product") != "nifi"))
                                  & (F.col("end_kind") == "crash")
                                  & (F.col("guarantee").isNull() | (F.lower("guarantee") == "at_least_once")))
     crashed = rows(runs.select("host", "run_id", "run_no", "start", "end", "end_source", "end_line_no", "guarantee",

@@ -55,10 +55,28 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
         print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
+def analyse_bundle(spark: Any, bundle: Any, out: Path, **options: Any) -> Any:
+    """``toolkit.pipeline.analyse`` with the derived timeline tables written under ``OUT/timeline``.
+
+    The state tables (``OUT/checkpoints.parquet`` among them) and the timeline tables share names;
+    writing the timeline next to them would overwrite a table it is still reading. The derived
+    tables are read back from parquet so the detectors' many small queries skip the window functions.
+    """
+    from toolkit.pipeline import analyse
+    from toolkit.timeline import Timeline
+
+    analysis = analyse(spark, bundle, out, write_timeline=False, **options)
+    folder = Path(out) / "timeline"
+    analysis.timeline.write(folder)
+    tl = analysis.timeline
+    tables = {name: spark.read.parquet(str((folder / f"{name}.parquet").resolve())) for name in tl.tables()}
+    analysis.timeline = Timeline(events=tl.events, config=tl.config, state=tl.state, notes=tl.notes, **tables)
+    return analysis
+
+
 def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
     """Parse the bundle once, build its timeline, run the detectors."""
     from toolkit.detectors import run_detectors
-    from toolkit.pipeline import analyse
     from toolkit.spark import get_spark
 
     start = time.monotonic()
@@ -66,8 +84,8 @@ def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[s
     _say(args, start, "Spark session ready")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
-        analysis = analyse(spark, args.bundle, out, timezone=args.timezone, work_dir=args.work_dir,
-                           progress=lambda m: _say(args, start, m))
+        analysis = analyse_bundle(spark, args.bundle, out, timezone=args.timezone, work_dir=args.work_dir,
+                                  progress=lambda m: _say(args, start, m))
         _say(args, start, "running detectors")
         findings = run_detectors(analysis.timeline, only=args.only)
     return findings, {"bundle": str(args.bundle)}

@@ -130,3 +130,15 @@ def fmt_int(value: Any) -> str:
 def fmt_ts(value: datetime | None) -> str:
     """``2026-03-07 10:06:07.807 UTC`` (or ``unknown``)."""
     return "unknown" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d} UTC"
+
+
+def captured_checkpoints(tl: Any) -> DataFrame:
+    """Readable ``.checkpoint`` entries of state captures, with an effective ``capture_time``.
+
+    A plain copy or ``tar`` of ``state.dir`` has no capture time (``capture_time`` null); the newest
+    file mtime of the same capture is then a lower bound of when it was taken.
+    """
+    newest = tl.state.state_files.groupBy("host", "source").agg(F.max("mtime").alias("_newest"))
+    files = tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull())
+    return files.join(newest, ["host", "source"], "left").withColumn(
+        "capture_time", F.coalesce(F.col("capture_time"), F.col("_newest"))).drop("_newest")

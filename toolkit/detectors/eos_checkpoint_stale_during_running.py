@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
-from toolkit.detectors.common import evidence_lines, fmt_ts, is_eos, known_bug_sentences, missing_steps, rows
+from toolkit.detectors.common import captured_checkpoints, evidence_lines, fmt_ts, is_eos, known_bug_sentences, missing_steps, rows
 
 ID = "eos-checkpoint-stale-during-running"
 STALE_AFTER_S = 600
@@ -26,7 +26,7 @@ STALE_AFTER_S = 600
 def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
     """Checkpoint files present and frozen while an exactly-once run processes."""
     runs = tl.process_runs.where(is_eos()).select("host", "run_id", "start", "end", "version")
-    files = tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull()).select(
+    files = captured_checkpoints(tl).select(
         "host", "task_id", "topic", "partition", "offset", "file_mtime", "capture_time", "source", "file")
     captured = files.join(runs, "host").where(
         F.col("capture_time").between(F.col("start"), F.col("end") + F.expr("INTERVAL 10 MINUTES"))

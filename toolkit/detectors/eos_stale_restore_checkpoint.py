@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
+    captured_checkpoints,
     evidence_lines,
     fmt_int,
     fmt_ts,
@@ -52,7 +53,8 @@ MISSING_DEBUG = ("DEBUG ProcessorStateManager (Writing checkpoint at restoration
 
 def _stale_reads(tl):
     """Checkpoint reads right after an EOS crash, without a wipe: one row per host/task/partition."""
-    runs = tl.process_runs.where(F.col("product").isNull() | (F.col("product") == "kafka-streams"))
+    # A run's product may come from a Kafka client line first ("kafka-client"): exclude NiFi only.
+    runs = tl.process_runs.where(F.col("product").isNull() | (F.col("product") != "nifi"))
     crashed = runs.where(is_eos() & (F.col("end_kind") == "crash")).select(
         "host", F.col("run_id").alias("crashed_run"), F.col("run_no").alias("crashed_no"),
         F.col("start").alias("crashed_start"), F.col("end").alias("crashed_end"),
@@ -92,7 +94,7 @@ def _log_writes(tl):
 
 
 def _captured_files(tl):
-    return tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull()).select(
+    return captured_checkpoints(tl).select(
         "host", "topic", "partition", F.col("offset").alias("captured_offset"),
         F.col("file_mtime").alias("captured_mtime"), F.col("capture_time"),
         F.col("source").alias("capture_source"), F.col("file").alias("capture_file"))

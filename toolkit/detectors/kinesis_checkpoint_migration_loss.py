@@ -79,7 +79,10 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     matched: set[tuple] = set()
     versions = run_versions(tl)
     for t in tables:
-        error = next((e for e in errors if abs((e.ts - t.f.ts).total_seconds()) <= MATCH_WINDOW_S), None)
+        # The closest unmatched ERROR line within the window is this table's failed start.
+        near = [e for e in errors if (e.source, e.line_no) not in matched
+                and abs((e.ts - t.f.ts).total_seconds()) <= MATCH_WINDOW_S]
+        error = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds())) if near else None
         if error is not None:
             matched.add((error.source, error.line_no))
         findings.append(_table_finding(tl, t, error, versions))

@@ -77,11 +77,44 @@ class Timeline:
 
         return self._filtered(cut)
 
-    def _filtered(self, fn) -> "Timeline":
+    def corrected_for_clock_skew(self, min_confidence: str = "medium") -> "Timeline":
+        """The same timeline with each host's estimated clock offset removed from its times.
+
+        Offsets come from ``clock_skew`` (reported always, applied only when asked: an estimate
+        can be wrong when members genuinely joined at different moments). Hosts whose estimate is
+        below ``min_confidence`` (``low`` < ``medium`` < ``high``) are left as they are.
+        """
+        levels = {"low": 0, "medium": 1, "high": 2}
+        allowed = [c for c, n in levels.items() if n >= levels[min_confidence]]
+        offsets = self.clock_skew.where(F.col("confidence").isin(allowed)).select(
+            "host", F.col("offset_ms").alias("_skew_ms"))
+
+        def shift(df: DataFrame) -> DataFrame:
+            if "host" not in df.columns or df is self.clock_skew:
+                return df
+            times = [f.name for f in df.schema.fields if f.dataType.typeName() == "timestamp"]
+            if not times:
+                return df
+            df = df.join(F.broadcast(offsets), "host", "left")
+            for name in times:
+                df = df.withColumn(name, F.when(F.col("_skew_ms").isNull(), F.col(name)).otherwise(
+                    F.timestamp_millis(F.unix_millis(name) - F.col("_skew_ms"))))
+            return df.drop("_skew_ms")
+
+        # Capture files carry the host's clock; DynamoDB and CloudTrail times are AWS's own.
+        host_clock_state = {"state_files", "checkpoints"}
+        corrected = self._filtered(shift, lambda name, df: shift(df) if name in host_clock_state else df)
+        corrected.notes = [*self.notes, f"times corrected for clock skew ({min_confidence} confidence or better)"]
+        return corrected
+
+    def _filtered(self, fn, state_fn=None) -> "Timeline":
         kwargs = {}
         for f in fields(self):
             value = getattr(self, f.name)
             kwargs[f.name] = fn(value) if isinstance(value, DataFrame) else value
+        state = self.state
+        state_fn = state_fn or (lambda _name, df: fn(df))
+        kwargs["state"] = StateFacts(**{f.name: state_fn(f.name, getattr(state, f.name)) for f in fields(state)})
         return Timeline(**kwargs)
 
     def summary(self) -> pd.DataFrame:

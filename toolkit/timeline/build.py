@@ -91,13 +91,25 @@ def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
         F.first("app_id", ignorenulls=True).alias("app_id"),
         F.first("client_id", ignorenulls=True).alias("client_id"),
         F.first("process_id", ignorenulls=True).alias("process_id"),
-        F.first(F.when(F.col("event") == "APP_START", F.col("version")), ignorenulls=True).alias("version"),
+        F.first(F.when((F.col("event") == "APP_START") & F.col("version").isNotNull(),
+                       F.struct("version", "source", "line_no", _first_line().alias("text"))),
+                ignorenulls=True).alias("_banner"),
+        F.first(F.when(F.col("event").isin("NIFI_STARTING", "NIFI_STARTED") & F.col("version").isNotNull(),
+                       F.struct("version", "source", "line_no", _first_line().alias("text"))),
+                ignorenulls=True).alias("_nifi_banner"),
         F.min("ts").alias("start"),
         F.max("ts").alias("end"),
         F.max(F.when(F.col("_end").isNotNull(), F.col("_evidence"))).alias("_ev"),
         F.min(F.struct("ts", "line_no", "source")).alias("_first"),
         F.first(F.when(F.col("event") == "PROCESSING_SUMMARY", F.lit(True)), ignorenulls=True).alias("_x"),
     )
+    runs = runs.withColumn("_banner", F.coalesce("_banner", "_nifi_banner"))
+    runs = runs.join(version_ranges(events), "run_id", "left")
+    runs = runs.withColumn("version", F.col("_banner.version")).withColumn(
+        "version_evidence",
+        F.when(F.col("_banner").isNotNull(),
+               F.concat(F.lit("banner '"), F.col("_banner.text"), F.lit("' at "), F.col("_banner.source"), F.lit(":"),
+                        F.col("_banner.line_no").cast("string"))).otherwise(F.col("_range_evidence")))
     later = Window.partitionBy("host").orderBy("run_no")
     runs = runs.withColumn("_has_next", F.lead("run_no").over(later).isNotNull())
     end_kind = (F.when(F.col("_ev._rank") == 2, F.lit("clean")).when(F.col("_ev._rank") == 1, F.lit("error"))
@@ -120,6 +132,67 @@ def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
     if "_config_app_id" in runs.columns:
         runs = runs.withColumn("app_id", F.coalesce("_config_app_id", "app_id"))
     return _conform(runs, "process_runs")
+
+
+# --------------------------------------------------------------------------- versions
+
+#: Newest minor release each product's catalogue was checked against: a template range ending
+#: there means "still printed by the newest version we know", not "removed after it".
+NEWEST_CHECKED = {"kafka": (4, 3), "nifi": (2, 11)}
+_OPEN = 99 * 100 + 99
+
+
+def _version_key(text: str, upper: bool) -> int:
+    major, _, minor = text.strip().partition(".")
+    if minor in ("", "x"):
+        return int(major) * 100 + (99 if upper else 0)
+    return int(major) * 100 + int(minor.split(".")[0])
+
+
+def _template_versions(spark) -> DataFrame:
+    """template_id, family, lowest and highest version key of each catalogue template."""
+    from toolkit.catalogue import load_templates
+
+    rows = []
+    for t in load_templates():
+        family = "nifi" if t.product == "nifi" else "kafka"
+        lo_text, _, hi_text = t.versions.partition("-")
+        hi_text = hi_text or lo_text
+        try:
+            lo, hi = _version_key(lo_text, False), _version_key(hi_text, True)
+        except ValueError:
+            continue
+        newest = NEWEST_CHECKED[family]
+        if hi == newest[0] * 100 + newest[1]:
+            hi = _OPEN
+        rows.append((t.id, family, lo, hi))
+    return spark.createDataFrame(rows, "template_id string, family string, v_lo int, v_hi int")
+
+
+def _key_text(key: Column) -> Column:
+    return F.concat_ws(".", (key / 100).cast("int").cast("string"), (key % 100).cast("string"))
+
+
+def version_ranges(events: DataFrame) -> DataFrame:
+    """Per run: the version range every template seen in it allows, and which templates bound it."""
+    versions = _template_versions(events.sparkSession)
+    ev = events.where(F.col("run_no") > 0).join(F.broadcast(versions), "template_id")
+    # The product's own templates decide (Kafka client lines share the Kafka version).
+    ranges = ev.groupBy("run_id", "family").agg(
+        F.max("v_lo").alias("lo"), F.min("v_hi").alias("hi"),
+        F.max_by("template_id", "v_lo").alias("lo_by"), F.min_by("template_id", "v_hi").alias("hi_by"),
+        F.count(F.lit(1)).alias("n"),
+    )
+    best = Window.partitionBy("run_id").orderBy(F.desc("n"))
+    ranges = ranges.withColumn("_r", F.row_number().over(best)).where("_r = 1")
+    text = (F.when(F.col("lo") > F.col("hi"), F.lit("inconsistent"))
+            .when(F.col("hi") == _OPEN, F.concat(F.lit(">="), _key_text(F.col("lo"))))
+            .otherwise(F.concat(_key_text(F.col("lo")), F.lit("-"), _key_text(F.col("hi")))))
+    evidence = F.concat(F.lit("log templates: "), F.col("lo_by"), F.lit(" (from "), _key_text(F.col("lo")),
+                        F.lit(")"), F.when(F.col("hi") != _OPEN, F.concat(F.lit(", "), F.col("hi_by"), F.lit(" (to "),
+                                                                            _key_text(F.col("hi")), F.lit(")")))
+                        .otherwise(F.lit("")))
+    return ranges.select("run_id", text.alias("version_range"), evidence.alias("_range_evidence"))
 
 
 # --------------------------------------------------------------------------- rebalances

@@ -26,7 +26,10 @@ EVIDENCE = (("source", StringType), ("line_no", LongType))
 #: One JVM / NiFi process lifetime per host.
 PROCESS_RUNS = _s(
     ("host", StringType), ("run_id", StringType), ("run_no", IntegerType), ("product", StringType),
-    ("app_id", StringType), ("client_id", StringType), ("process_id", StringType), ("version", StringType),
+    ("app_id", StringType), ("client_id", StringType), ("process_id", StringType),
+    # version: from a banner (`Kafka Streams version: 4.1.2`); version_range: what the log
+    # templates seen in the run allow (each template records the versions that print it).
+    ("version", StringType), ("version_range", StringType), ("version_evidence", StringType),
     ("start", TimestampType), ("end", TimestampType),
     # clean | crash | error | unknown
     ("end_kind", StringType), ("end_evidence", StringType), ("end_source", StringType), ("end_line_no", LongType),

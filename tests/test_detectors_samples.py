@@ -1,0 +1,174 @@
+"""Detectors on the shipped sample bundles: each fires exactly as its EXPECTED.json says.
+
+Every bundle is parsed once per test session (``analysed`` caches ``toolkit.pipeline.analyse``
+and the detectors' findings): Spark is slow on small shared machines.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("toolkit.pipeline")
+
+from toolkit.detectors import findings_to_json, run_detectors  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "sample_logs"
+BUNDLES = sorted(p.name for p in SAMPLES.iterdir() if (p / "EXPECTED.json").is_file())
+SEED_DETECTORS = {"eos-stale-restore-checkpoint", "standby-lock-stale-checkpoint", "restore-skipped-after-reassignment",
+                  "alos-crash-reprocessing", "kinesis-checkpoint-migration-loss"}
+HEALTHY = {"kafka-eos-clean-rolling-restart", "nifi-kinesis-migration-ok"}
+RAISED = ("critical", "warning")
+
+
+def expected_of(name: str) -> dict:
+    return json.loads((SAMPLES / name / "EXPECTED.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def analysed(spark, tmp_path_factory):
+    """``analysed(name) -> (analysis, findings)``, computed once per bundle and session."""
+    from toolkit.detectors.cli import analyse_bundle
+
+    cache: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in cache:
+            analysis = analyse_bundle(spark, SAMPLES / name, tmp_path_factory.mktemp(f"detect-{name}"))
+            cache[name] = (analysis, run_detectors(analysis.timeline))
+        return cache[name]
+
+    return get
+
+
+def _raised(findings, detector_id=None):
+    return [f for f in findings if f.severity in RAISED and (detector_id is None or f.detector == detector_id)]
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_seed_detectors_fire_exactly_as_expected(analysed, name):
+    _, findings = analysed(name)
+    assert not [f for f in findings if "failed:" in f.title], [f.title for f in findings]
+    fired = sorted({f.detector for f in _raised(findings) if f.detector in SEED_DETECTORS})
+    assert fired == sorted(expected_of(name)["detectors"]), [(f.detector, f.severity, f.title) for f in findings]
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_healthy_bundles_raise_nothing(analysed, name):
+    _, findings = analysed(name)
+    assert _raised(findings) == [], [(f.detector, f.severity, f.title) for f in _raised(findings)]
+
+
+@pytest.mark.parametrize("name", ["kafka-eos-stale-checkpoint", "kafka-eos-stale-checkpoint-info-only"])
+def test_eos_stale_checkpoint_tasks_offsets_and_confidence(analysed, name):
+    expected = expected_of(name)
+    _, findings = analysed(name)
+    (finding,) = _raised(findings, "eos-stale-restore-checkpoint")
+    assert finding.hosts == [expected["crashed_host"]]
+    assert finding.tasks == expected["tasks"]
+    by_task = {p["task"]: p for p in finding.impact.figures["partitions"]}
+    for stale in expected["stale_checkpoints"]:
+        assert by_task[stale["task"]]["checkpoint_offset"] == stale["checkpoint_offset"]
+        assert by_task[stale["task"]]["replayed_records"] == stale["replayed_records"]
+    assert any("4.1.2 is affected by KAFKA-20685" in s for s in finding.known_bugs)
+    if expected["state_capture"] is None:
+        assert finding.confidence == "likely"
+        gaps = " ".join(finding.missing_evidence)
+        assert "capture" in gaps and ".checkpoint" in gaps and "ProcessorStateManager" in gaps and "DEBUG" in gaps
+    else:
+        assert finding.confidence == "confirmed" and finding.missing_evidence == []
+
+
+def test_standby_lock_stale_checkpoint_facts(analysed):
+    expected = expected_of("kafka-standby-lock-cleaner")
+    _, findings = analysed("kafka-standby-lock-cleaner")
+    (finding,) = _raised(findings, "standby-lock-stale-checkpoint")
+    assert (finding.hosts, finding.tasks, finding.confidence) == ([expected["host"]], expected["tasks"], "confirmed")
+    stale = expected["stale_checkpoint"]
+    assert finding.impact.figures["stale_offset"] == stale["offset"]
+    assert finding.impact.figures["restore_end_offset"] == stale["end_offset_at_restore"]
+
+
+def test_restore_skipped_facts(analysed):
+    expected = expected_of("kafka-restore-skipped")
+    _, findings = analysed("kafka-restore-skipped")
+    (finding,) = _raised(findings, "restore-skipped-after-reassignment")
+    assert (finding.hosts, finding.tasks) == ([expected["host"]], expected["tasks"])
+    assert finding.impact.figures["changelog"] == f"{expected['changelog']}-{expected['partition']}"
+
+
+def test_alos_crash_reprocessing_facts(analysed):
+    expected = expected_of("kafka-alos-crash-reprocessing")
+    _, findings = analysed("kafka-alos-crash-reprocessing")
+    (finding,) = _raised(findings, "alos-crash-reprocessing")
+    assert finding.severity == "warning" and finding.hosts == [expected["crashed_host"]]
+    assert finding.impact.figures["reprocessing_window_ms_max"] == expected["reprocessing_window_ms_max"]
+    last = expected["last_summary_before_crash"]
+    assert (last["source"], last["line_no"]) in {(e.source, e.line_no) for e in finding.evidence}
+    restored = {r["task"]: r["records"] for r in finding.impact.figures["restored"]}
+    assert restored == {r["task"]: r["restored_records"] for r in expected["restored_from_checkpoint"]}
+
+
+def test_kinesis_migration_loss_per_table(analysed):
+    expected = expected_of("nifi-kinesis-migration-loss")
+    _, findings = analysed("nifi-kinesis-migration-loss")
+    raised = _raised(findings, "kinesis-checkpoint-migration-loss")
+    assert sorted(t for f in raised for t in f.tasks) == sorted(expected["failed_tables"])
+    assert all(f.confidence == "confirmed" and f.impact.figures["shards"] for f in raised)
+
+
+# --- evidence really is in the bundle --------------------------------------------------------------
+
+def _bundle_line(bundle: Path, work_dir: Path, source: str, line_no: int) -> str:
+    """The raw text of ``line_no`` in ``source`` (``archive!/member`` read from the archive)."""
+    if "!/" in source:
+        outer, member = source.split("!/", 1)
+        archive = bundle / outer
+        if archive.is_file() and tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tar:
+                data = tar.extractfile(member).read()
+        else:  # nested or zip archives: the extracted copy in the work folder
+            data = next(p for p in work_dir.rglob(Path(member).name) if p.is_file()).read_bytes()
+    else:
+        data = (bundle / source).read_bytes()
+    if source.endswith(".gz") and "!/" not in source:
+        import gzip
+
+        data = gzip.decompress(data)
+    return data.decode("utf-8", errors="replace").splitlines()[line_no - 1]
+
+
+def _strings_of(raw: str) -> list[str]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return [raw]
+    return [raw, *[v for v in value.values() if isinstance(v, str)]] if isinstance(value, dict) else [raw]
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_log_evidence_is_at_the_cited_file_and_line(analysed, name):
+    analysis, findings = analysed(name)
+    bundle = SAMPLES / name
+    checked = 0
+    for finding in findings:
+        for item in finding.evidence:
+            if item.kind != "log":
+                assert item.source and (item.line_no is None or item.line_no > 0)
+                continue
+            raw = _bundle_line(bundle, analysis.bundle.work_dir, item.source, item.line_no)
+            assert any(item.text in s for s in _strings_of(raw)), (finding.detector, item.source, item.line_no)
+            checked += 1
+    assert checked or not findings
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_findings_serialise(analysed, name):
+    _, findings = analysed(name)
+    data = json.loads(json.dumps(findings_to_json(findings, bundle=name)))
+    assert data["summary"]["findings"] == len(findings)
+    assert all(f["playbook"] == f"playbooks/{f['detector']}.md" for f in data["findings"])

@@ -1,0 +1,196 @@
+"""Timeline reconstruction: the story facts of each shipped bundle come back from the tables."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from conftest import SAMPLES
+
+
+def utc(text: str) -> datetime:
+    """EXPECTED.json times are ISO UTC; Spark returns naive UTC datetimes (session zone UTC)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None)
+
+
+def expected(name: str) -> dict:
+    return json.loads((SAMPLES / name / "EXPECTED.json").read_text())
+
+
+def rows(df, *order):
+    return df.orderBy(*order).collect() if order else df.collect()
+
+
+def test_eos_crash_stale_checkpoint_and_restart(analysis_of):
+    name = "kafka-eos-stale-checkpoint"
+    exp = expected(name)
+    tl = analysis_of(name).timeline
+    runs = rows(tl.process_runs.where(F.col("host") == exp["crashed_host"]), "run_no")
+    assert [r.end_kind for r in runs] == ["crash", "unknown"]
+    assert runs[0].end == utc(exp["times"]["last_line_before_crash"])
+    assert runs[1].start == utc(exp["times"]["restart"])
+    assert runs[0].guarantee == exp["guarantee"] and runs[0].version == exp["version"]
+
+    for stale in exp["stale_checkpoints"]:
+        task = stale["task"]
+        capture = rows(tl.checkpoints.where((F.col("task_id") == task) & (F.col("origin") == "capture")))
+        assert len(capture) == 1
+        assert capture[0].offset == stale["checkpoint_offset"]
+        assert capture[0].file_mtime == utc(stale["checkpoint_write_time"])  # written at restoration end
+        first_run_restore = rows(tl.restorations.where((F.col("task_id") == task) & (F.col("run_id") == runs[0].run_id)))
+        # The updater writes the file when the task completes restoration, ms after the changelog does.
+        assert abs(first_run_restore[0].end - capture[0].file_mtime) <= timedelta(seconds=1)
+        restart = rows(tl.restorations.where((F.col("task_id") == task) & (F.col("run_id") == runs[1].run_id)))
+        assert len(restart) == 1
+        assert not restart[0].from_scratch and restart[0].completed
+        assert restart[0].start_offset == stale["checkpoint_offset"] + 1  # 2.6+: last applied offset + 1
+        assert restart[0].end_offset == stale["end_offset_at_restart"]
+        assert restart[0].records == stale["replayed_records"]
+    assert tl.wipes.count() == 0  # the wipe that EOS needed never happened
+
+
+def test_clean_rolling_restart_is_clean(analysis_of):
+    tl = analysis_of("kafka-eos-clean-rolling-restart").timeline
+    first_runs = rows(tl.process_runs.where(F.col("run_no") == 1), "host")
+    restarted = [r for r in first_runs if r.end_kind != "unknown"]
+    assert restarted and all(r.end_kind == "clean" for r in restarted)
+    assert all(r.end_evidence for r in restarted)
+
+
+def test_standby_lock_failure_cleaner_and_stale_restore(analysis_of):
+    name = "kafka-standby-lock-cleaner"
+    exp = expected(name)
+    tl = analysis_of(name).timeline
+    failed = rows(tl.locks.where((F.col("kind") == "failed") & (F.col("task_id") == "1_0")
+                                 & (F.col("host") == exp["host"])), "ts")
+    assert failed, "the standby lock failure is missing"
+    assert failed[0].ts == utc(exp["times"]["lock_failed"])
+    assert failed[0].thread == exp["lock_failed_thread"]
+    assert failed[0].holder_thread == exp["lock_holder_thread"]
+
+    cleaned = rows(tl.dir_cleanups.where((F.col("task_id") == "1_0") & (F.col("host") == exp["host"])))
+    assert [c.ts for c in cleaned] == [utc(exp["times"]["cleaner_deletion"])]
+
+    stale = exp["stale_checkpoint"]
+    restore = rows(tl.restorations.where((F.col("task_id") == "1_0") & F.col("completed")
+                                         & (F.col("host") == exp["host"])), "start")
+    assert restore[-1].start_offset == stale["offset"]  # 2.0: the checkpoint is the next offset to read
+    assert restore[-1].end == utc(exp["times"]["active_restore_done"])
+    files = rows(tl.state.state_files.where((F.col("task_id") == "1_0") & (F.col("host") == exp["host"])))
+    kinds = {f.kind for f in files}
+    assert "checkpoint" in kinds and not kinds & {"rocksdb_store", "sst"}
+
+
+def test_restore_skipped_after_reassignment(analysis_of):
+    tl = analysis_of("kafka-restore-skipped").timeline
+    skipped = rows(tl.restorations.where((F.col("task_id") == "1_1") & ~F.col("completed")), "start")
+    assert skipped, "the no-checkpoint episode without restoration is missing"
+    assert skipped[-1].from_scratch
+    done_before = rows(tl.restorations.where((F.col("task_id") == "1_1") & F.col("completed")), "start")
+    assert done_before and done_before[0].start < skipped[-1].start  # it had been restored once already
+
+
+def test_alos_crash_and_restore_from_checkpoint(analysis_of):
+    name = "kafka-alos-crash-reprocessing"
+    exp = expected(name)
+    tl = analysis_of(name).timeline
+    crashed = rows(tl.process_runs.where(F.col("end_kind") == "crash"))
+    assert [r.host for r in crashed] == [exp["crashed_host"]]
+    assert crashed[0].end == utc(exp["times"]["last_line_before_crash"])
+    assert crashed[0].guarantee == "at_least_once"
+    after = rows(tl.restorations.where((F.col("host") == crashed[0].host) & (F.col("start") > crashed[0].end)))
+    assert after and all(not r.from_scratch for r in after)
+
+
+def test_nifi_migration_steps_from_logs_and_cloudtrail(analysis_of):
+    tl = analysis_of("nifi-kinesis-migration-loss").timeline
+    steps = rows(tl.migration_steps, "ts")
+    origins = {s.origin for s in steps}
+    assert origins == {"log", "cloudtrail"}
+    failed = [s for s in steps if s.step == "PROCESSOR_START_FAILED"]
+    assert len(failed) >= 2
+    deleted_migration = [s for s in steps if s.origin == "cloudtrail" and (s.table or "").endswith("_migration")
+                         and "DeleteTable" in (s.detail or "")]
+    assert deleted_migration
+    runs = rows(tl.process_runs)
+    assert runs and all(r.product == "nifi" for r in runs)
+
+
+def test_clock_skew_is_estimated_within_50ms(spark, tmp_path):
+    """Two hosts log the same generations; host b's clock runs 730 ms ahead and nothing says so."""
+    from toolkit.pipeline import analyse
+
+    line = ("[{ts}] INFO [Consumer clientId=app-{pid}-StreamThread-1-consumer, groupId=app] Successfully {what} "
+            "Generation{{generationId={gen}, memberId='app-{pid}-StreamThread-1-consumer-{pid}', protocol='stream'}} "
+            "(org.apache.kafka.clients.consumer.internals.ConsumerCoordinator)\n")
+    start = datetime(2026, 5, 4, 12, 0, 0)
+    for host, pid, skew in (("a-0", "11111111-1111-1111-1111-111111111111", 0),
+                            ("b-0", "22222222-2222-2222-2222-222222222222", 730)):
+        text = ""
+        for gen in range(1, 7):
+            base = start + timedelta(minutes=7 * gen, milliseconds=skew)
+            for what, delay in (("joined group with generation", 0), ("synced group in generation", 31)):
+                jitter = timedelta(milliseconds=delay + (gen * 7 + len(host)) % 9)
+                ts = (base + jitter).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+                text += line.format(ts=ts, pid=pid, what=what, gen=gen)
+        (tmp_path / "bundle" / host).mkdir(parents=True)
+        (tmp_path / "bundle" / host / "app.log").write_text(text)
+    tl = analyse(spark, tmp_path / "bundle", tmp_path / "out").timeline
+    skew = {r.host: r for r in tl.clock_skew.collect()}
+    assert skew["b-0"].reference_host in ("a-0", "b-0")
+    estimate = skew["b-0"].offset_ms if skew["b-0"].reference_host == "a-0" else -skew["a-0"].offset_ms
+    assert abs(estimate - 730) <= 50
+    assert skew["b-0"].samples >= 6
+    run = tl.process_runs.where(F.col("host") == "b-0").first()  # no banner: only the templates tell
+    assert run.version is None and run.version_range == ">=2.7" and "log templates" in run.version_evidence
+
+
+def test_for_task_and_between(analysis_of):
+    tl = analysis_of("kafka-eos-stale-checkpoint").timeline
+    only = tl.for_task("0_0")
+    assert {r.task_id for r in only.restorations.collect()} == {"0_0"}
+    window = tl.between("2026-03-07T10:08:00", "2026-03-07T10:09:00")
+    assert all(r.start <= datetime(2026, 3, 7, 10, 9) for r in window.restorations.collect())
+    summary = tl.summary()
+    assert set(summary["table"]) >= {"process_runs", "restorations", "checkpoints", "clock_skew"}
+
+
+def _version_key(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _range_contains(text: str, version: str) -> bool:
+    v = _version_key(version)
+    if text.startswith(">="):
+        return _version_key(text[2:]) <= v
+    lo, hi = text.split("-")
+    return _version_key(lo) <= v <= _version_key(hi)
+
+
+@pytest.mark.parametrize("name", ["kafka-eos-stale-checkpoint", "kafka-standby-lock-cleaner", "kafka-restore-skipped",
+                                  "kafka-alos-crash-reprocessing", "nifi-kinesis-migration-loss"])
+def test_version_is_known_or_bounded_with_evidence(analysis_of, name):
+    true_version = expected(name)["version"]
+    runs = analysis_of(name).timeline.process_runs.collect()
+    assert runs
+    for run in runs:
+        assert run.version_evidence
+        if run.version is not None:  # from a banner
+            assert run.version == true_version and run.version_evidence.startswith("banner")
+        assert run.version_range and _range_contains(run.version_range, true_version), run.version_range
+
+
+def test_skew_correction_is_applied_on_request(analysis_of):
+    tl = analysis_of("kafka-eos-stale-checkpoint").timeline
+    skew = {r.host: r for r in tl.clock_skew.collect()}
+    other = next(h for h, r in skew.items() if r.host != r.reference_host)
+    fixed = tl.corrected_for_clock_skew(min_confidence="low")
+    before = tl.process_runs.where(F.col("host") == other).orderBy("run_no").first().start
+    after = fixed.process_runs.where(F.col("host") == other).orderBy("run_no").first().start
+    assert (before - after) == timedelta(milliseconds=skew[other].offset_ms)
+    assert fixed.notes and tl.process_runs.where(F.col("host") == other).first().start == before  # original untouched
