@@ -30,17 +30,15 @@ def expected_of(name: str) -> dict:
 
 
 @pytest.fixture(scope="session")
-def analysed(spark, tmp_path_factory):
-    """``analysed(name) -> (analysis, findings)``, computed once per bundle and session."""
-    from toolkit.detectors.cli import analyse_bundle
-
-    cache: dict[str, tuple] = {}
+def analysed(analysis_of):
+    """``analysed(name) -> (analysis, findings)``: one analysis per bundle and session (shared)."""
+    found: dict[str, list] = {}
 
     def get(name: str):
-        if name not in cache:
-            analysis = analyse_bundle(spark, SAMPLES / name, tmp_path_factory.mktemp(f"detect-{name}"))
-            cache[name] = (analysis, run_detectors(analysis.timeline))
-        return cache[name]
+        analysis = analysis_of(name)
+        if name not in found:
+            found[name] = run_detectors(analysis.timeline)
+        return analysis, found[name]
 
     return get
 

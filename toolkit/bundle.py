@@ -184,6 +184,7 @@ def host_from_file_name(name: str) -> str | None:
     stem = _ROTATION.sub("", stem)
     stem = _LOG_EXT.sub("", stem)
     stem = _ROTATION.sub("", stem)
+    stem = re.sub(r"[-_.]\d{4}-\d{2}-\d{2}(?:[-_T]\d{2}(?:[-_:]?\d{2})*)?$", "", stem)  # dated exports
     generic = {"app", "server", "application", "stdout", "stderr", "console", "nifi-app", "nifi-bootstrap",
                "nifi-user", "nifi-request", "kafka-streams", "streams", "log", "output", "current"}
     if not stem or stem.lower() in generic or not _POD_LIKE.match(stem):

@@ -341,43 +341,55 @@ def _timestamp(layout: Layout, ts_raw: Column, tz: Column, file_date: Column) ->
     return F.coalesce(*candidates) if len(candidates) > 1 else candidates[0]
 
 
-def _json_fields(layout: Layout, text: Column) -> Column:
-    """A struct of the record fields read from one JSON-lines object (null if not JSON)."""
-    obj = F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"})
-
-    def first(kind: str) -> Column:
-        keys = layout.json_keys.get(kind, ())
-        return F.coalesce(*[obj.getItem(k) for k in keys]) if keys else F.lit(None).cast("string")
-
-    return F.struct(*[first(k).alias(k) for k in (*FIELDS, "stack")])
-
-
-def _split_fields(layout: Layout, text: Column) -> Column:
-    """One regex per line: rewrite a record's first line to SEP ts SEP level ... (unchanged if no match)."""
-    java = to_java_regex(layout.pattern)
+def _rewrite_regex(layout: Layout, text: Column) -> Column:
+    """One regex per line: a record's first line becomes SEP ts SEP level ... (unchanged if no match)."""
     groups = layout.regex.groupindex
     replacement = FIELD_SEP + FIELD_SEP.join(f"${groups[f]}" if f in groups else "" for f in FIELDS)
-    rewritten = F.regexp_replace(text, java, replacement)
-    parts = F.split(F.substring(rewritten, 2, 1 << 30), FIELD_SEP, len(FIELDS))
-    return F.when(rewritten.startswith(FIELD_SEP),
-                  F.struct(*[F.nullif(parts.getItem(i), F.lit("")).alias(f) for i, f in enumerate(FIELDS)],
-                           F.lit(None).cast("string").alias("stack")))
+    return F.regexp_replace(text, to_java_regex(layout.pattern), replacement)
 
 
-def _line_fields(layout: Layout, text: Column) -> tuple[Column, Column]:
-    """(fields struct or null, is-continuation) for one layout."""
-    stackish_or_indented = text.rlike(STACK_LINE) | text.rlike(r"^\s")
-    if layout.json:
-        # JSON lines keep stack traces inside the object: a non-JSON line is not a continuation.
-        fields = _json_fields(layout, text)
-        return F.when(fields["message"].isNotNull(), fields), F.lit(False)
-    if layout.id == "message-only":  # every line is a message, except stack traces and indented ones
-        fields = F.struct(*[F.lit(None).cast("string").alias(f) for f in FIELDS[:-1]], text.alias("message"),
-                          F.lit(None).cast("string").alias("stack"))
-        is_start = ~stackish_or_indented & (F.length(text) > 0)
-        return F.when(is_start, fields), ~is_start
-    fields = _split_fields(layout, text)
-    return fields, fields.isNull()
+def _line_columns(lines: DataFrame, layouts: list[Layout]) -> DataFrame:
+    """Add ``f_ts .. f_message, f_stack``, ``is_start`` and ``is_cont`` for every layout in one pass.
+
+    Each expensive step is its own column (the regex rewrite, its split, the JSON map), so Spark
+    evaluates it once per line: an expression repeated inside CASE branches would run once per
+    use (the first version of this code ran the layout regex eleven times per line).
+    """
+    text, layout_id = F.col("text"), F.col("layout_id")
+    regex_layouts = [l for l in layouts if l.pattern and not l.json and l.id != "message-only"]
+    json_layouts = [l for l in layouts if l.json]
+    message_only = [l for l in layouts if l.id == "message-only"]
+    lines = lines.withColumn("_rw", _case(layout_id, {l.id: _rewrite_regex(l, text) for l in regex_layouts},
+                                          F.lit(None).cast("string")))
+    lines = lines.withColumn("_json", _case(
+        layout_id, {l.id: F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"}) for l in json_layouts},
+        F.lit(None).cast("map<string,string>")))
+    lines = lines.withColumn("_parts", F.when(F.col("_rw").startswith(FIELD_SEP),
+                                              F.split(F.substring(F.col("_rw"), 2, 1 << 30), FIELD_SEP, len(FIELDS))))
+    # %m%n: every line is a message, except stack traces and indented continuation lines.
+    lines = lines.withColumn("_msg_start", _case(
+        layout_id, {l.id: ~(text.rlike(STACK_LINE) | text.rlike(r"^\s")) & (F.length(text) > 0) for l in message_only},
+        F.lit(False)))
+
+    def json_field(layout: Layout, kind: str) -> Column:
+        keys = layout.json_keys.get(kind, ())
+        return F.coalesce(*[F.col("_json").getItem(k) for k in keys]) if keys else F.lit(None).cast("string")
+
+    for i, name in enumerate(FIELDS):
+        branches = {l.id: F.nullif(F.col("_parts").getItem(i), F.lit("")) for l in regex_layouts}
+        branches.update({l.id: json_field(l, name) for l in json_layouts})
+        if name == "message":
+            branches.update({l.id: F.when(F.col("_msg_start"), text) for l in message_only})
+        lines = lines.withColumn(f"f_{name}", _case(layout_id, branches, F.lit(None).cast("string")))
+    lines = lines.withColumn("f_stack", _case(layout_id, {l.id: json_field(l, "stack") for l in json_layouts},
+                                              F.lit(None).cast("string")))
+    start = _case(layout_id, {**{l.id: F.col("_parts").isNotNull() for l in regex_layouts},
+                              **{l.id: F.col("f_message").isNotNull() for l in json_layouts},
+                              **{l.id: F.col("_msg_start") for l in message_only}}, F.lit(False))
+    # JSON lines keep stack traces inside the object: a non-JSON line is not a continuation.
+    cont = _case(layout_id, {**{l.id: F.col("_parts").isNull() for l in regex_layouts},
+                             **{l.id: ~F.col("_msg_start") for l in message_only}}, F.lit(False))
+    return lines.withColumn("is_start", start).withColumn("is_cont", cont)
 
 
 def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
@@ -385,7 +397,7 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     """Parse every text file in one Spark plan; per-file layout choices become CASE branches."""
     numbered, counts = _numbered_lines(spark, paths)
     lines = numbered.join(F.broadcast(files), "file_key")
-    value = F.translate(F.col("value"), FIELD_SEP, " ")
+    value = F.when(F.col("value").contains(FIELD_SEP), F.translate(F.col("value"), FIELD_SEP, " ")).otherwise(F.col("value"))
     value = F.when(value.contains("\u001b"), F.regexp_replace(value, ANSI_ESCAPE, "")).otherwise(value)
     stripped = {_chain_id(c): _strip_chain_col(value, c, cat) for c in chains if c}
     chain = F.col("chain_id")
@@ -395,35 +407,30 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         _case(chain, {k: v[1] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_host"),
         _case(chain, {k: v[2] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_ts"),
     )
-    text, layout_id = F.col("text"), F.col("layout_id")
-    per_layout = {l.id: _line_fields(l, text) for l in layouts}
-    lines = lines.select(
-        "*",
-        _case(layout_id, {k: v[0] for k, v in per_layout.items()}).alias("f"),
-        _case(layout_id, {k: v[1] for k, v in per_layout.items()}, F.lit(False)).alias("is_cont"),
-    )
+    layout_id = F.col("layout_id")
+    lines = _line_columns(lines, layouts)
     host = F.coalesce(F.col("wrap_host"), F.col("file_host")).alias("host")
 
     wrap_ts = F.coalesce(*[F.try_to_timestamp(F.col("wrap_ts"), F.lit(f)) for f in WRAPPER_TS_FORMATS])
     tz, day = F.col("tz"), F.col("file_date")
-    ts = _case(layout_id, {l.id: _timestamp(l, F.col("f.ts"), tz, day) for l in layouts},
+    ts = _case(layout_id, {l.id: _timestamp(l, F.col("f_ts"), tz, day) for l in layouts},
                F.lit(None).cast("timestamp"))
     # Some layouts print the date only optionally (logback): decide per line.
-    dated = F.col("f.ts").rlike(r"^\d{4}-\d{2}-\d{2}")
+    dated = F.col("f_ts").rlike(r"^\d{4}-\d{2}-\d{2}")
     # A wrapper stamp (docker -t, kubectl --timestamps) is exact: prefer it to a borrowed date.
     ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
     quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
                .when(wrap_ts.isNotNull(), F.lit("wrapper")).otherwise(F.lit("date_inferred")))
     ts = F.when(F.col("clock_offset_ms") != 0,
                 F.timestamp_millis(F.unix_millis(ts) - F.col("clock_offset_ms"))).otherwise(ts)
-    level = F.upper(F.trim(F.col("f.level")))
+    level = F.upper(F.trim(F.col("f_level")))
     level = F.when(level == "WARNING", F.lit("WARN")).when(level == "FATAL", F.lit("ERROR")).otherwise(level)
 
-    starts = lines.where(F.col("f").isNotNull()).select(
-        "file_key", "source", "line_no", host, ts.alias("ts"), F.col("f.ts").alias("ts_raw"),
-        level.alias("level"), F.nullif(F.trim(F.col("f.thread")), F.lit("")).alias("thread"),
-        F.col("f.logger").alias("logger"), F.coalesce(F.col("f.message"), F.lit("")).alias("message"),
-        F.col("f.stack").alias("stack"), "layout_id", quality.alias("ts_quality"), "tz", "date_from",
+    starts = lines.where(F.col("is_start")).select(
+        "file_key", "source", "line_no", host, ts.alias("ts"), F.col("f_ts").alias("ts_raw"),
+        level.alias("level"), F.nullif(F.trim(F.col("f_thread")), F.lit("")).alias("thread"),
+        F.col("f_logger").alias("logger"), F.coalesce(F.col("f_message"), F.lit("")).alias("message"),
+        F.col("f_stack").alias("stack"), "layout_id", quality.alias("ts_quality"), "tz", "date_from",
     )
     rolling = [l.id for l in layouts if any("yyyy" not in f for f in l.ts_formats)]
     if rolling:
@@ -451,7 +458,7 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     # Lines nobody understands: unknown layouts, non-JSON lines in JSON files, and continuation
     # lines with no record above them (a file cut in the middle of a stack trace).
     stray = conts.where(F.col("record_line") < 1).select("source", "line_no", "host", "value").unionByName(
-        lines.where(F.col("f").isNull() & ~F.col("is_cont")).select("source", "line_no", host, "value")
+        lines.where(~F.col("is_start") & ~F.col("is_cont")).select("source", "line_no", host, "value")
     )
     stray = stray.select(
         "source", "line_no", "host", F.lit(None).cast("timestamp").alias("ts"),

@@ -593,7 +593,7 @@ def migration_summary(steps: pd.DataFrame) -> pd.DataFrame:
         gap = (t_write - t_active).total_seconds() if pd.notna(t_write) and pd.notna(t_active) else None
         rows.append({"base_table": table, "active": t_active, "first_write": t_write, "gap_s": gap,
                      "errors": errors, "outcome": outcome})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["base_table", "active", "first_write", "gap_s", "errors", "outcome"])
 
 
 def migration_chart(steps: pd.DataFrame, tz: str = "UTC",

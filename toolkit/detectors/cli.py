@@ -56,22 +56,10 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
 
 
 def analyse_bundle(spark: Any, bundle: Any, out: Path, **options: Any) -> Any:
-    """``toolkit.pipeline.analyse`` with the derived timeline tables written under ``OUT/timeline``.
-
-    The state tables (``OUT/checkpoints.parquet`` among them) and the timeline tables share names;
-    writing the timeline next to them would overwrite a table it is still reading. The derived
-    tables are read back from parquet so the detectors' many small queries skip the window functions.
-    """
+    """``toolkit.pipeline.analyse``: tables (timeline included) land in ``out`` and are read back."""
     from toolkit.pipeline import analyse
-    from toolkit.timeline import Timeline
 
-    analysis = analyse(spark, bundle, out, write_timeline=False, **options)
-    folder = Path(out) / "timeline"
-    analysis.timeline.write(folder)
-    tl = analysis.timeline
-    tables = {name: spark.read.parquet(str((folder / f"{name}.parquet").resolve())) for name in tl.tables()}
-    analysis.timeline = Timeline(events=tl.events, config=tl.config, state=tl.state, notes=tl.notes, **tables)
-    return analysis
+    return analyse(spark, bundle, out, **options)
 
 
 def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:

@@ -167,23 +167,24 @@ def detect_evidence_file(path: Path) -> str | None:
     first = next((line for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
     if name == LISTING_FILE_NAME and LISTING_LINE.match(first):
         return "state_listing"
-    if "ResourceNotFoundException" in text and "DescribeTable" in text:
+    if "ResourceNotFoundException" in text and "DescribeTable" in text and '"eventName"' not in text:
         return "dynamodb_table"
     stripped = text.lstrip()
     if not stripped.startswith(("{", "[")):
         return None
     if _has_key(text, "format") and capture.FORMAT_NAME in text:
         return "state_capture"  # an extracted capture's manifest.json
-    if _has_key(text, "Table") and (_has_key(text, "KeySchema") or _has_key(text, "TableStatus")):
-        return "dynamodb_table"
-    if _has_key(text, "Items") and (re.search(r'\{\s*"(S|N|B|SS|NS|BS|M|L|BOOL|NULL)"\s*:', text) or
-                                    _has_key(text, "ScannedCount") or _has_key(text, "Count")):
-        return "dynamodb_scan"
+    # CloudTrail first: its CreateTable/DescribeTable records embed table descriptions too.
     if _has_key(text, "CloudTrailEvent") or (_has_key(text, "eventName") and
                                              (_has_key(text, "eventTime") or _has_key(text, "eventSource"))):
         return "cloudtrail"
     if _has_key(text, "Records") and "eventName" in text:
         return "cloudtrail"
+    if _has_key(text, "Table") and (_has_key(text, "KeySchema") or _has_key(text, "TableStatus")):
+        return "dynamodb_table"
+    if _has_key(text, "Items") and (re.search(r'\{\s*"(S|N|B|SS|NS|BS|M|L|BOOL|NULL)"\s*:', text) or
+                                    _has_key(text, "ScannedCount") or _has_key(text, "Count")):
+        return "dynamodb_scan"
     if _has_key(text, "componentState") or (_has_key(text, "componentId") and _has_key(text, "localState")):
         return "nifi_state"
     return None

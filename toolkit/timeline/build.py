@@ -87,7 +87,8 @@ def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
     ev = ev.withColumn("_rank", F.when(clean, 2).when(error, 1).otherwise(0))
     ev = ev.withColumn("_evidence", F.struct("_rank", "ts", "line_no", "source", _first_line().alias("text")))
     runs = ev.groupBy("host", "run_id", "run_no").agg(
-        F.first("product", ignorenulls=True).alias("product"),
+        # A Streams run also logs Kafka client lines; name the run after the richer product.
+        F.max(F.struct(F.when(F.col("product") == "kafka-client", 0).otherwise(1), F.col("product"))).alias("_product"),
         F.first("app_id", ignorenulls=True).alias("app_id"),
         F.first("client_id", ignorenulls=True).alias("client_id"),
         F.first("process_id", ignorenulls=True).alias("process_id"),
@@ -103,6 +104,7 @@ def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
         F.min(F.struct("ts", "line_no", "source")).alias("_first"),
         F.first(F.when(F.col("event") == "PROCESSING_SUMMARY", F.lit(True)), ignorenulls=True).alias("_x"),
     )
+    runs = runs.withColumn("product", F.col("_product.product"))
     runs = runs.withColumn("_banner", F.coalesce("_banner", "_nifi_banner"))
     runs = runs.join(version_ranges(events), "run_id", "left")
     runs = runs.withColumn("version", F.col("_banner.version")).withColumn(
