@@ -170,3 +170,19 @@ def test_findings_serialise(analysed, name):
     data = json.loads(json.dumps(findings_to_json(findings, bundle=name)))
     assert data["summary"]["findings"] == len(findings)
     assert all(f["playbook"] == f"playbooks/{f['detector']}.md" for f in data["findings"])
+
+
+@pytest.mark.parametrize("name,detector_id,bug", [
+    ("kafka-eos-stale-checkpoint", "eos-stale-restore-checkpoint", "KAFKA-20685"),
+    ("kafka-standby-lock-cleaner", "standby-lock-stale-checkpoint", "KAFKA-8187"),
+    ("kafka-restore-skipped", "restore-skipped-after-reassignment", "KAFKA-7672"),
+    ("nifi-kinesis-migration-loss", "kinesis-checkpoint-migration-loss", "NIFI-16003"),
+])
+def test_seed_findings_name_the_upstream_bug_for_the_run_version(analysed, name, detector_id, bug):
+    version = expected_of(name)["version"]
+    _, findings = analysed(name)
+    raised = _raised(findings, detector_id)
+    assert raised
+    sentences = [s for f in raised for s in f.known_bugs if bug in s]
+    assert sentences, [f.known_bugs for f in raised]
+    assert any(version in s and "affected" in s for s in sentences), sentences

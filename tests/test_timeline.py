@@ -172,8 +172,7 @@ def _range_contains(text: str, version: str) -> bool:
     return _version_key(lo) <= v <= _version_key(hi)
 
 
-@pytest.mark.parametrize("name", ["kafka-eos-stale-checkpoint", "kafka-standby-lock-cleaner", "kafka-restore-skipped",
-                                  "kafka-alos-crash-reprocessing", "nifi-kinesis-migration-loss"])
+@pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.iterdir() if (p / "EXPECTED.json").is_file()))
 def test_version_is_known_or_bounded_with_evidence(analysis_of, name):
     true_version = expected(name)["version"]
     runs = analysis_of(name).timeline.process_runs.collect()
