@@ -75,23 +75,22 @@ def test_standby_lock_failure_cleaner_and_stale_restore(analysis_of):
     cleaned = rows(tl.dir_cleanups.where((F.col("task_id") == "1_0") & (F.col("host") == exp["host"])))
     assert [c.ts for c in cleaned] == [utc(exp["times"]["cleaner_deletion"])]
 
-    stale = exp["stale_checkpoint"]
-    restore = rows(tl.restorations.where((F.col("task_id") == "1_0") & F.col("completed")
-                                         & (F.col("host") == exp["host"])), "start")
-    assert restore[-1].start_offset == stale["offset"]  # 2.0: the checkpoint is the next offset to read
-    assert restore[-1].end == utc(exp["times"]["active_restore_done"])
+    # 2.0 logs restorations only per changelog partition at DEBUG, without a task id or an end
+    # line, so the restore itself is checked by the detector tests on the raw events.
     files = rows(tl.state.state_files.where((F.col("task_id") == "1_0") & (F.col("host") == exp["host"])))
     kinds = {f.kind for f in files}
     assert "checkpoint" in kinds and not kinds & {"rocksdb_store", "sst"}
 
 
 def test_restore_skipped_after_reassignment(analysis_of):
+    exp = expected("kafka-restore-skipped")
     tl = analysis_of("kafka-restore-skipped").timeline
-    skipped = rows(tl.restorations.where((F.col("task_id") == "1_1") & ~F.col("completed")), "start")
-    assert skipped, "the no-checkpoint episode without restoration is missing"
-    assert skipped[-1].from_scratch
-    done_before = rows(tl.restorations.where((F.col("task_id") == "1_1") & F.col("completed")), "start")
-    assert done_before and done_before[0].start < skipped[-1].start  # it had been restored once already
+    episodes = rows(tl.restorations.where((F.col("task_id") == "1_1") & (F.col("host") == exp["host"])), "start")
+    # One episode per "No checkpoint found" for 1_1; the last comes with generation 323.
+    assert len(episodes) >= 2
+    assert all(e.from_scratch for e in episodes)
+    last = episodes[-1]
+    assert utc(exp["times"]["rebalance_323"]) <= last.start <= utc(exp["times"]["skipped_restore_running"])
 
 
 def test_alos_crash_and_restore_from_checkpoint(analysis_of):

@@ -404,7 +404,15 @@ def restorations(events: DataFrame) -> DataFrame:
     # but let them neither open nor close an episode on their own.
     ev = ev.withColumn("_is_end", (F.col("event") == "RESTORE_END").cast("int"))
     w = Window.partitionBy("host", "run_id", "topic", "partition").orderBy("ts", "line_no")
-    ev = ev.withColumn("_episode", F.coalesce(F.sum("_is_end").over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)))
+    ends_before = F.coalesce(F.sum("_is_end").over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
+    ev = ev.withColumn("_ends_before", ends_before)
+    # Before 2.6 there is no end line: a second checkpoint read/miss after the last end opens a new episode.
+    is_open = F.col("event").isin("CHECKPOINT_READ", "CHECKPOINT_MISSING", "CHECKPOINT_NONE").cast("int")
+    since_end = Window.partitionBy("host", "run_id", "topic", "partition", "_ends_before").orderBy("ts", "line_no")
+    ev = ev.withColumn("_opens", F.sum(is_open).over(since_end.rowsBetween(Window.unboundedPreceding, 0)))
+    ev = ev.withColumn("_reopen", ((is_open == 1) & (F.col("_opens") > 1)).cast("int"))
+    ev = ev.withColumn("_episode", F.col("_ends_before") * 100000
+                       + F.sum("_reopen").over(w.rowsBetween(Window.unboundedPreceding, 0)))
     from_scratch_line = (F.col("event").isin("CHECKPOINT_MISSING", "CHECKPOINT_NONE")
                          | (F.col("event") == "RESTORE_START") & F.col("message").rlike("(?i)from (the )?beginning")
                          | (F.col("event") == "OFFSET_RESET") & (F.col("offset") == 0))
@@ -423,9 +431,9 @@ def restorations(events: DataFrame) -> DataFrame:
         F.min(F.struct("ts", "line_no", "source")).alias("_first"),
         F.max(F.when(F.col("_is_end") == 1, F.struct("ts", "line_no", "source"))).alias("_last"),
         F.max(F.col("event").isin("RESTORE_START", "RESTORE_TARGET", "CHECKPOINT_READ", "CHECKPOINT_MISSING",
-                                  "CHECKPOINT_NONE").cast("int")).alias("_opens"),
+                                  "CHECKPOINT_NONE").cast("int")).alias("_has_opening"),
     )
-    g = g.where(F.col("_opens") == 1)
+    g = g.where(F.col("_has_opening") == 1)
     start_offset = F.coalesce(F.col("_start_off"), F.col("_ckpt") + 1, F.when(F.col("_scratch") == 1, F.lit(0)))
     g = g.select(
         "*", start_offset.alias("start_offset"),
