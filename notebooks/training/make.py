@@ -130,16 +130,17 @@ display(gens[["group_id", "generation", "joined", "synced", "stream_thread"]].ta
 assert expected["generation"] in set(gens["generation"])'''),
             Question(
                 "Did the task restore its store after that rebalance before it went RUNNING?",
-                "Compare `tl.restorations` with `tl.task_lifecycles` for the task after the rebalance.",
+                "Compare `tl.restorations` (one row per 'No checkpoint found') with `tl.thread_states` after the rebalance.",
                 '''task = expected["tasks"][0]
 rebalance = gens.loc[gens["generation"] == expected["generation"], "joined"].min()
 restores = tl.restorations.where((F.col("task_id") == task) & (F.col("host") == expected["host"])).orderBy("start").toPandas()
-phases = tl.task_lifecycles.where((F.col("task_id") == task) & (F.col("host") == expected["host"])).orderBy("start").toPandas()
-display(restores[["start", "end", "start_offset", "end_offset", "completed"]])
-display(phases[["phase", "role", "start", "end", "source", "line_no"]])
-assert not (restores["start"] >= rebalance).any(), "no restoration after the rebalance"
-running = phases["phase"].str.lower().str.contains("run") & (phases["end"].isna() | (phases["end"] >= rebalance))
-assert running.any(), "yet the task was running after the rebalance"'''),
+display(restores[["start", "start_offset", "end_offset", "from_scratch", "source", "line_no"]])
+after = restores[restores["start"] >= rebalance]
+# Earlier episodes name the restore target ("Restoring partition ... to endOffset"); this one never starts.
+assert len(after) == 1 and after["from_scratch"].all() and after["end_offset"].isna().all(), "no restore ran"
+states = tl.thread_states.where((F.col("host") == expected["host"]) & (F.col("state") == "RUNNING")
+                                & (F.col("thread") == expected["stream_thread"])).toPandas()
+assert (states["start"] >= rebalance).any(), "yet the thread went RUNNING after the rebalance"'''),
         ),
     ),
     Course(
