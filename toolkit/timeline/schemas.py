@@ -77,7 +77,9 @@ CHECKPOINTS = _s(
     ("file_mtime", TimestampType), ("capture_time", TimestampType), ("problem", StringType), *EVIDENCE,
 )
 
-#: Changelog restorations per host/task/partition.
+#: Changelog restorations per host/task/partition. Before 2.6 no version logs the end of a
+#: restoration: there ``completed`` is false and ``end`` null, and a new episode starts at each
+#: new checkpoint read or "No checkpoint found" for the partition.
 RESTORATIONS = _s(
     ("host", StringType), ("run_id", StringType), ("stream_thread", StringType), ("task_id", StringType),
     ("store", StringType), ("topic", StringType), ("partition", IntegerType),
