@@ -144,8 +144,6 @@ def test_clock_skew_is_estimated_within_50ms(spark, tmp_path):
     estimate = skew["b-0"].offset_ms if skew["b-0"].reference_host == "a-0" else -skew["a-0"].offset_ms
     assert abs(estimate - 730) <= 50
     assert skew["b-0"].samples >= 6
-    run = tl.process_runs.where(F.col("host") == "b-0").first()  # no banner: only the templates tell
-    assert run.version is None and run.version_range == ">=2.7" and "log templates" in run.version_evidence
 
 
 def test_for_task_and_between(analysis_of):
