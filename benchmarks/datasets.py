@@ -1,7 +1,7 @@
 """Benchmark bundles: sizes in GB of uncompressed log text -> ``toolkit.samples.write_scale`` bundles.
 
-``write_scale(out_dir, scale)`` writes a fixed prologue (about 4 MB) plus about 7 MB of logs per unit
-of scale. Rather than trusting those numbers, we calibrate once: write two small bundles, fit
+``write_scale(out_dir, scale)`` writes a fixed story (about 12 minutes of 8 pods) plus ``scale`` minutes
+of steady state, about 12 MB per minute. Rather than trusting those numbers, we calibrate once: write two small bundles, fit
 ``bytes = base + per_unit * scale`` and keep the fit in ``benchmarks/data/calibration.json``. The
 generator is deterministic for a seed, so the fit is exact enough to hit a size within a fraction
 of a percent.
@@ -28,6 +28,7 @@ from toolkit.samples import write_scale
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SEED = 7
+GENERATOR = 2  # bump when write_scale's output changes: old fits and bundles are then regenerated
 GB = 10**9
 LOG_SUFFIXES = (".log", ".gz", ".txt", ".out")
 
@@ -69,7 +70,7 @@ def calibrate(data_dir: Path = DATA_DIR) -> tuple[float, float]:
     cache = data_dir / "calibration.json"
     if cache.exists():
         fit = json.loads(cache.read_text())
-        if fit.get("seed") == SEED:
+        if fit.get("seed") == SEED and fit.get("generator") == GENERATOR:
             return fit["base"], fit["per_unit"]
     data_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=data_dir) as tmp:
@@ -78,7 +79,7 @@ def calibrate(data_dir: Path = DATA_DIR) -> tuple[float, float]:
         b_large, _ = measure(write_scale(Path(tmp), large, SEED))
     per_unit = (b_large - b_small) / (large - small)
     base = b_small - per_unit * small
-    cache.write_text(json.dumps({"seed": SEED, "base": base, "per_unit": per_unit}, indent=2))
+    cache.write_text(json.dumps({"seed": SEED, "generator": GENERATOR, "base": base, "per_unit": per_unit}, indent=2))
     return base, per_unit
 
 
@@ -92,8 +93,8 @@ def ensure(gb: float, data_dir: Path = DATA_DIR, say=print) -> Dataset:
     scale = scale_for(gb, data_dir)
     bundle = data_dir / f"scale-{scale}"
     marker = data_dir / f"scale-{scale}.done"
-    if marker.exists() and bundle.is_dir():
-        info = json.loads(marker.read_text())
+    info = json.loads(marker.read_text()) if marker.exists() else {}
+    if bundle.is_dir() and info.get("generator") == GENERATOR:
         return Dataset(bundle, scale, info["bytes"], info["lines"])
     free = shutil.disk_usage(data_dir).free
     needed = (gb * GB) * 1.1 + 2 * GB  # the bundle plus room for parquet output and Spark spill
@@ -104,7 +105,7 @@ def ensure(gb: float, data_dir: Path = DATA_DIR, say=print) -> Dataset:
     t0 = time.perf_counter()
     write_scale(data_dir, scale, SEED)
     size, lines = measure(bundle)
-    marker.write_text(json.dumps({"bytes": size, "lines": lines, "seconds": time.perf_counter() - t0}))
+    marker.write_text(json.dumps({"generator": GENERATOR, "bytes": size, "lines": lines, "seconds": time.perf_counter() - t0}))
     say(f"  {size / GB:.3f} GB, {lines:,} lines in {time.perf_counter() - t0:.0f} s")
     return Dataset(bundle, scale, size, lines)
 

@@ -258,19 +258,23 @@ def test_evidence_lines_classify_to_their_event(name, spark, tmp_path):
 
 
 def test_write_scale_streams_a_large_noisy_bundle(tmp_path):
-    root = write_scale(tmp_path, 1, seed=11)
+    root = write_scale(tmp_path, 1, seed=11, fetch_responses_per_sec=1.0)
     hosts = sorted(p.name for p in root.iterdir() if p.is_dir())
     assert len(hosts) == 8
     size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    assert 4_000_000 < size < 30_000_000
-    again = write_scale(tmp_path / "again", 1, seed=11)
+    assert 2_000_000 < size < 30_000_000
+    first_lines = {(root / h / "app.log").open().readline()[:2] for h in hosts}
+    assert first_lines == {"[2", "20", '{"'}, "the benchmark bundle mixes kafka, logback and JSON layouts"
+    fetches = sum((root / h / "app.log").read_text().count("sent an incremental fetch response") for h in hosts)
+    assert fetches > 8 * 60, "each pod logs fetch-session DEBUG noise"
+    again = write_scale(tmp_path / "again", 1, seed=11, fetch_responses_per_sec=1.0)
     assert (again / "orders-agg-3" / "app.log").read_bytes() == (root / "orders-agg-3" / "app.log").read_bytes()
 
 
 def test_bigger_renders_are_mostly_noise(tmp_path):
     from toolkit.samples.bundles import scale_scenario
 
-    result = render(scale_scenario(1), tmp_path, evidence=False)
+    result = render(scale_scenario(1, fetch_responses_per_sec=2.0), tmp_path, evidence=False)
     assert noise_share(result) >= 0.9
 
 

@@ -190,3 +190,35 @@ def test_skew_correction_is_applied_on_request(analysis_of):
     after = fixed.process_runs.where(F.col("host") == other).orderBy("run_no").first().start
     assert (before - after) == timedelta(milliseconds=skew[other].offset_ms)
     assert fixed.notes and tl.process_runs.where(F.col("host") == other).first().start == before  # original untouched
+
+
+def test_version_range_from_templates_when_the_banner_is_gone(spark, tmp_path):
+    """Logs cut after start-up (rotation, `kubectl logs --since`) lose the AppInfoParser/KafkaStreams banner."""
+    from toolkit.pipeline import analyse
+
+    name = "kafka-eos-stale-checkpoint"
+    true_version = expected(name)["version"]
+    banner = ("Kafka Streams version: ", "Kafka version: ", "Kafka commitId: ", "Kafka startTimeMs: ")
+    bundle = tmp_path / name
+    removed = 0
+    for src in (SAMPLES / name).rglob("*"):
+        dst = bundle / src.relative_to(SAMPLES / name)
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+        elif src.name.endswith(".log"):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
+            kept = [line for line in lines if not any(b in line for b in banner)]
+            removed += len(lines) - len(kept)
+            dst.write_text("".join(kept), encoding="utf-8")
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(src.read_bytes())
+    assert removed >= 8, "the sample's banner lines are what this test removes"
+
+    runs = analyse(spark, bundle, tmp_path / "out").timeline.process_runs.collect()
+    assert {r.host for r in runs} == set(expected(name)["hosts"])
+    for run in runs:
+        assert run.version is None, f"no banner left, yet {run.host} run {run.run_no} claims {run.version}"
+        assert run.version_range and _range_contains(run.version_range, true_version), run.version_range
+        assert run.version_evidence.startswith("log templates: "), run.version_evidence

@@ -35,16 +35,16 @@ def write_samples(out_dir: Path, names: list[str] | None = None) -> list[Path]:
     return written
 
 
-def write_scale(out_dir: Path, scale: int, seed: int = 7) -> Path:
-    """Write a benchmark bundle: the KAFKA-20685 story on 8 pods with ``scale`` hours of steady state.
+def write_scale(out_dir: Path, scale: int, seed: int = 7, fetch_responses_per_sec: float = 40.0) -> Path:
+    """Write a benchmark bundle: the KAFKA-20685 story on 8 pods plus ``scale`` minutes of steady state.
 
-    Roughly 11 MB of logs per unit of scale (DEBUG commit lines every second per pod, >99% noise), streamed
-    to disk.
-    Write it outside git (e.g. ``benchmarks/data/``).
+    Three layouts, DEBUG commit and fetch-session noise (~12 MB per minute of steady state at the default
+    fetch rate, ~97 % of lines no template matches), streamed to disk. Write it outside git (e.g.
+    ``benchmarks/data/``).
     """
     if scale < 1:
         raise ValueError("scale must be >= 1")
-    sc = scale_scenario(scale, seed)
+    sc = scale_scenario(scale, seed, fetch_responses_per_sec)
     target = Path(out_dir) / sc.name
     if target.exists():
         shutil.rmtree(target)
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     """``samples --out DIR [--scale N] [--only NAME]``."""
     parser = argparse.ArgumentParser(prog="stream-incident samples", description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path, help="output directory (e.g. sample_logs)")
-    parser.add_argument("--scale", type=int, help="write one large benchmark bundle of N hours instead")
+    parser.add_argument("--scale", type=int, help="write one large benchmark bundle with N minutes of steady state instead")
     parser.add_argument("--seed", type=int, default=7, help="seed of the benchmark bundle")
     parser.add_argument("--only", action="append", metavar="NAME", help="only this shipped bundle (repeatable)")
     args = parser.parse_args(argv[1:] if argv and argv[0] == "samples" else argv)

@@ -54,6 +54,7 @@ class KafkaApp:
     state_dir: str = "/var/lib/kafka-streams"
     records_per_sec: int = 800
     state_updater: bool = False
+    fetch_responses_per_sec: float = 0.0  # DEBUG FetchSessionHandler lines per thread (benchmark noise)
 
     def changelog(self, task: str) -> tuple[str, int]:
         sub, part = (int(x) for x in task.split("_"))
@@ -551,8 +552,30 @@ class KafkaHost:
         """Processing summaries (2.8+) and DEBUG commit lines for every RUNNING interval, in time order."""
         import heapq
 
-        gens = [self._run_noise(r, debug_commits) for r in self.runs if r.end is not None and r.end > r.start]
+        runs = [r for r in self.runs if r.end is not None and r.end > r.start]
+        gens = [self._run_noise(r, debug_commits) for r in runs]
+        if debug_commits and self.app.fetch_responses_per_sec > 0:
+            gens += [self._run_fetches(r) for r in runs]
         return heapq.merge(*gens, key=lambda x: x.ts_ms)
+
+    def _run_fetches(self, run: Run) -> Iterator[LogLine]:
+        """DEBUG fetch-session lines of the main consumer (three brokers answering polls in turn)."""
+        fetch = kafka_template("fetch_session.incremental", self.app.version)
+        if fetch is None:
+            return
+        rng = random.Random(f"{self.seed}:fetch:{run.thread}:{run.start}")
+        sessions = {node: rng.randint(10**8, 2**31 - 1) for node in range(3)}
+        in_session = max(len(run.active), 1)
+        prefix = self.p_consumer(run.thread)
+        t = run.start + 50 + rng.randint(0, 20)
+        while t < run.end:
+            node = rng.randrange(3)
+            answered = rng.randint(0, in_session)
+            implied = in_session - answered
+            tail = f", {implied} implied partition(s)" if implied else ""
+            yield LogLine(t, fetch.level, self.tname(run.thread), fetch.logger,
+                          prefix + fill(fetch.text, (node, 0, sessions[node], answered, tail)))
+            t += max(1, round(rng.expovariate(self.app.fetch_responses_per_sec) * 1000))
 
     def _run_noise(self, run: Run, debug_commits: bool) -> Iterator[LogLine]:
         rng = random.Random(f"{self.seed}:{run.thread}:{run.start}")

@@ -40,6 +40,7 @@ class HostSpec:
     threads: int = 1
     instance_id: str | None = None
     log_file: str = "app.log"
+    layout: str | None = None  # this host's layout when it differs from the scenario's
 
 
 @dataclass
@@ -166,7 +167,7 @@ def render(sc: Scenario, out_dir: Path, evidence: bool = True, noise_scale: int 
             for line, is_story in merged:
                 if LEVEL_VALUES[line.level] < sc.level_of(line.logger):
                     continue
-                text = render_line(sc.layout, line, h.timezone, h.clock_offset_ms, h.pid)
+                text = render_line(h.layout or sc.layout, line, h.timezone, h.clock_offset_ms, h.pid)
                 n = text.count("\n") + 1
                 if evidence and line.event and (is_story or len(rows) < 200_000):
                     rows.append(Evidence(source, line_no, line.event, dict(line.fields), line.ts_ms))

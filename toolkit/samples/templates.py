@@ -149,6 +149,11 @@ _K = [
      "Processed {} total records, ran {} punctuators, polled {} times and committed {} total tasks since the last update {}ms ago",
      "PROCESSING_SUMMARY"),
     ("thread.committed_debug", "1.1-4.3", "DEBUG", ST, "Committed all active tasks {} and standby tasks {} in {}ms", "COMMIT"),
+    # Fetch-session bookkeeping of the main consumer at DEBUG: high-volume noise no catalogue template matches.
+    # The suffix is `responseDataToLogString` below TRACE: " with N response partition(s)[, M implied partition(s)]".
+    ("fetch_session.incremental", "2.3-4.3", "DEBUG", "org.apache.kafka.clients.FetchSessionHandler",
+     "Node {} sent an incremental fetch response with throttleTimeMs = {} for session {} with {} response partition(s){}",
+     None),
     # ---- state directory (§3): StateDirectory has no LogContext, the thread part is in the template ----
     ("sd.acquired", "1.1-2.8", "DEBUG", SD, "{} Acquired state dir lock for task {}", "LOCK_ACQUIRED"),
     ("sd.released", "1.1-4.3", "DEBUG", SD, "{} Released state dir lock for task {}", "LOCK_RELEASED"),
