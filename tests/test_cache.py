@@ -41,3 +41,27 @@ def test_second_run_reuses_and_changed_file_is_reparsed(spark, tmp_path):
     assert sum(1 for r in third if r[0] == "h-1/app.log") == 3
     assert sum(1 for r in third if r[0] == "h-0/app.log") == 2
     assert report.totals["lines"] == 5 and report.totals["unaccounted_files"] == 0
+
+
+def test_events_are_reused_only_while_every_file_is_unchanged(spark, tmp_path):
+    from toolkit.pipeline import analyse
+
+    bundle = tmp_path / "bundle"
+    (bundle / "h-0").mkdir(parents=True)
+    (bundle / "h-0" / "app.log").write_text(LINE.format(1))
+    cache = ParseCache(tmp_path / "cache")
+
+    def events_of(out):
+        said: list[str] = []
+        analysis = analyse(spark, bundle, tmp_path / out, cache=cache, progress=said.append)
+        return said, sorted((r.line_no, r.event) for r in analysis.events.collect())
+
+    said, first = events_of("out1")
+    assert "classifying events" in said and first == [(1, "THREAD_STATE")]
+    said, second = events_of("out2")
+    assert "events unchanged since an earlier run (cache)" in said and "classifying events" not in said
+    assert second == first and (tmp_path / "out2" / "unknown_shapes.parquet").is_dir()
+
+    (bundle / "h-0" / "app.log").write_text(LINE.format(1) + LINE.format(2))
+    said, third = events_of("out3")
+    assert "classifying events" in said and third == [(1, "THREAD_STATE"), (2, "THREAD_STATE")]

@@ -5,7 +5,9 @@ changes how it parses: its path in the bundle, host, time zone, clock offset and
 the layout catalogue and the toolkit version. Records of all files parsed in one run are written
 once, partitioned by key, under ``<cache>/records/cache_key=<key>/``; a small JSON file per key
 holds the file's layout and line count. A changed or added file gets a new key and is parsed
-alone; the rest is read back from parquet.
+alone; the rest is read back from parquet. Tables derived from all records of a bundle (events,
+config dumps, unknown shapes) are kept under ``<cache>/derived/<key>/``, keyed by every file's key and
+the template catalogue, so a second run on an unchanged bundle copies them instead of classifying again.
 
 The cache lives in ``$STREAM_INCIDENT_CACHE`` or ``~/.cache/stream-incident`` and is safe to delete.
 """
@@ -38,9 +40,17 @@ def default_cache_dir() -> Path:
     return Path(base) / "stream-incident"
 
 
-def _catalogue_digest() -> str:
-    text = resources.files("toolkit.catalogue").joinpath("layouts.toml").read_bytes()
-    return hashlib.blake2b(text, digest_size=8).hexdigest()
+def _catalogue_digest(names: tuple[str, ...] = ("layouts.toml",)) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for name in names:
+        h.update(resources.files("toolkit.catalogue").joinpath(name).read_bytes())
+    return h.hexdigest()
+
+
+def templates_digest() -> str:
+    """Digest of every catalogue file (layouts and log templates)."""
+    names = sorted(p.name for p in resources.files("toolkit.catalogue").iterdir() if p.name.endswith(".toml"))
+    return _catalogue_digest(tuple(names))
 
 
 def content_digest(path: Path) -> str:
@@ -72,6 +82,8 @@ class ParseCache:
         self.records_dir = self.root / "records"
         self.meta_dir = self.root / "meta"
         self._salt = f"{__version__}|{PARSE_FORMAT}|{_catalogue_digest()}"
+        #: keys of the files of the last bundle looked up (set by ``toolkit.ingest``)
+        self.last_file_keys: list[str] | None = None
 
     def key_for(self, log: LogFile, settings: HostSettings, redact: bool = True) -> str:
         """Key of one file: its content plus everything that changes how it parses."""
@@ -106,6 +118,14 @@ class ParseCache:
                                        "start_share": e.start_share, "lines_read": e.lines_read,
                                        "written": time.time()}))
             tmp.replace(self.meta_dir / f"{e.key}.json")
+
+    def derived_dir(self, file_keys: list[str], digest: str) -> Path:
+        """Where tables derived from exactly these files' records (events, config...) are kept.
+
+        ``digest`` names everything else the derivation depends on (the template catalogue).
+        """
+        joined = "\0".join([self._salt, digest, *sorted(file_keys)])
+        return self.root / "derived" / hashlib.blake2b(joined.encode(), digest_size=12).hexdigest()
 
     def forget(self, key: str) -> None:
         (self.meta_dir / f"{key}.json").unlink(missing_ok=True)

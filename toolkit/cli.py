@@ -85,7 +85,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else ParseCache(args.cache_dir)
     _, report, records = parse_bundle(spark, bundle, args.out, progress=say, cache=cache,
                                       redact=not args.no_redact)
-    events, _ = classify_records(spark, records, Path(args.out), progress=say)
+    events, _ = classify_records(spark, records, Path(args.out), progress=say, cache=cache)
     by_event = events.groupBy("event").count().orderBy(F.desc("count")).limit(12).collect()
     shapes = spark.read.parquet(str((Path(args.out) / "unknown_shapes.parquet").resolve())).limit(5).collect()
     rows = [[f.path, f.host, f.layout or "(unknown)", f.lines, f.records, f.continuation, f.unparsed]

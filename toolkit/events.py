@@ -176,6 +176,63 @@ def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFra
     return tagged.withColumn("_tidx", tidx)
 
 
+def _split_by_gate(records: DataFrame, templates: Sequence[Template]) -> tuple[DataFrame, DataFrame]:
+    """(records worth trying against the templates, records no template can match).
+
+    The gate runs first, on its own: the template dispatch uses higher-order functions Spark does not
+    compile, and fed every line they would cost more than the whole parse.
+    """
+    gate = F.coalesce(_worth_trying(templates), F.lit(True))
+    return records.where(gate), records.where(~gate)
+
+
+#: Levels at which every record is tried against the templates, whatever its logger.
+ALWAYS_TRY_LEVELS = ("WARN", "ERROR")
+
+
+def _logger_class(logger: Column) -> Column:
+    """``org.apache.kafka.streams.processor.internals.StreamThread$1`` / ``o.a.k.s.p.i.StreamThread`` -> ``StreamThread``."""
+    return F.substring_index(F.substring_index(logger, ".", -1), "$", 1)
+
+
+#: Loggers named after the runtime class (``logContext.logger(getClass())``): a template catalogued under
+#: the base class is printed under these names.
+LOGGER_SUBCLASSES: dict[str, tuple[str, ...]] = {
+    "AssignedTasks": ("AssignedStreamsTasks", "AssignedStandbyTasks"),
+    "AbstractCoordinator": ("ConsumerCoordinator",),
+    "AbstractTask": ("StreamTask", "StandbyTask"),
+}
+#: Logger packages always tried: Kafka Streams itself (its internals change class names across versions).
+ALWAYS_TRY_PACKAGES = ("org.apache.kafka.streams.", "o.a.k.s.", "o.a.k.streams.", "o.a.kafka.streams.")
+#: Logger class endings always tried: consumer/config classes were split and renamed across client versions.
+ALWAYS_TRY_CLASS_SUFFIXES = ("Config", "Consumer", "Coordinator")
+
+
+def _worth_trying(templates: Sequence[Template]) -> Column:
+    """Cheap test whether a record can match any template at all (most lines of a real log cannot).
+
+    A record is skipped only when its logger is known, outside Kafka Streams, and its class prints
+    no template (e.g. ``FetchSessionHandler`` DEBUG chatter, the application's own loggers), and it
+    is below WARN, and it carries none of the literals of templates not tied to a logger (exception
+    messages: ``TaskCorruptedException`` text is logged by whoever caught it). Everything else goes
+    through the word dispatch and the regexes. The test is a few substring checks and a hash-set
+    lookup per line.
+    """
+    unbound = [t for t in templates if not t.logger or t.logger.endswith(("Exception", "Error"))]
+    classes = {t.logger for t in templates if t not in unbound}
+    classes |= {sub for base in classes for sub in LOGGER_SUBCLASSES.get(base, ())}
+    logger, cls = F.col("logger"), _logger_class(F.col("logger"))
+    gate = (logger.isNull() | (logger == "") | F.col("level").isNull() | F.col("level").isin(*ALWAYS_TRY_LEVELS)
+            | cls.isin(*sorted(classes)))
+    for package in ALWAYS_TRY_PACKAGES:
+        gate = gate | logger.startswith(package)
+    for suffix in ALWAYS_TRY_CLASS_SUFFIXES:
+        gate = gate | cls.endswith(suffix)
+    for literal in sorted({t.literal for t in unbound}):
+        gate = gate | F.col("message").contains(literal)
+    return gate
+
+
 def _sql_const(value: object, sql_type: str) -> str:
     """A constant array/map as SQL: ``from_json('<json>', '<type>')``.
 
@@ -312,7 +369,8 @@ def classify(records: DataFrame, templates: Sequence[Template] | None = None) ->
     templates = list(load_templates() if templates is None else templates)
     if not templates:
         raise ValueError("classify needs at least one template")
-    tagged = _tag_templates(records, templates).where(F.col("_tidx").isNotNull())
+    candidates, _ = _split_by_gate(records, templates)
+    tagged = _tag_templates(candidates, templates).where(F.col("_tidx").isNotNull())
     return _extract(tagged, templates)
 
 
@@ -432,15 +490,21 @@ def unknown_shapes(records: DataFrame, limit: int = 50, templates: Sequence[Temp
     ``example_line_no``, ``example`` (the first line of the example, redacted). At most ``limit`` rows.
     """
     templates = list(load_templates() if templates is None else templates)
-    tagged = _tag_templates(records, templates)
-    unknown = tagged.where(F.col("_tidx").isNull())
+    candidates, hopeless = _split_by_gate(records, templates)
+    columns = ["logger", "message", "source", "line_no"]
+    unknown = _tag_templates(candidates, templates).where(F.col("_tidx").isNull()).select(*columns).unionByName(
+        hopeless.where(F.col("message").isNotNull()).select(*columns))
+    first = F.substring_index(F.col("message"), "\n", 1)
+    # Two steps, so the masking regexes run once per distinct line pattern, not once per line: group by
+    # the first line with every digit turned into 0 (masking that text gives the same shape as masking
+    # the original), then mask each group key and merge equal shapes.
+    digits_zeroed = F.regexp_replace(F.substring(first, 1, 300), "[1-9]", "0")
+    example = F.min(F.struct("source", "line_no", first.alias("first"))).alias("_ex")
     grouped = (
-        unknown.withColumn("shape", message_shape(F.col("message")))
+        unknown.groupBy("logger", digits_zeroed.alias("_key")).agg(F.count(F.lit(1)).alias("_n"), example)
+        .withColumn("shape", message_shape(F.col("_key")))
         .groupBy("logger", "shape")
-        .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.min(F.struct("source", "line_no", F.substring_index(F.col("message"), "\n", 1).alias("first"))).alias("_ex"),
-        )
+        .agg(F.sum("_n").alias("count"), F.min("_ex").alias("_ex"))
     )
     return (
         grouped.select(

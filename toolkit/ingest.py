@@ -146,6 +146,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
                       redact: bool = True) -> ParsedLogs:
     """Parse only files the cache has not seen; read everything else back from the cache."""
     keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
+    cache.last_file_keys = sorted(keys.values())
     known = {src: cache.lookup(key) for src, key in keys.items()}
     misses = [f for f in bundle.logs if known[f.source] is None]
     say(f"{len(bundle.logs) - len(misses)} of {len(bundle.logs)} log files unchanged since an earlier run (cache)")
@@ -158,6 +159,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         (parsed.records.join(F.broadcast(keymap), "source")
          .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
         counts = {r["source"]: int(r["lines_read"]) for r in parsed.line_counts.collect()}
+        parsed.release()
         fresh = []
         for f in misses:
             det = parsed.detections[f.source]
@@ -225,6 +227,7 @@ def parse_bundle(
         parsed = parse_logs(spark, bundle, redact=redact)
     records_path = out / "records.parquet"
     parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
+    parsed.release()
     records = spark.read.parquet(str(records_path.resolve()))
     if bundle.evidence:
         say(f"reading {len(bundle.evidence)} state evidence items")

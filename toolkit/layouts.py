@@ -18,10 +18,13 @@ import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
+from typing import Callable
 from importlib import resources
 from pathlib import Path
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -235,6 +238,8 @@ class ParsedLogs:
     #: (lines with undecodable bytes or NUL bytes) when the text was parsed in this run
     line_counts: DataFrame
     detections: dict[str, Detection]
+    #: frees what the parse kept on executors' local disk; call it once ``records`` has been written
+    release: Callable[[], object] = lambda: None
 
 
 def _file_table(spark: SparkSession, bundle: Bundle, files: list[LogFile],
@@ -262,41 +267,46 @@ def _chain_id(chain: tuple[str, ...]) -> str:
     return "+".join(chain)
 
 
-def _local_path(uri: Column) -> Column:
+def _local_path(uri: str) -> str:
     """Spark reports ``file:/a%20b``; turn it back into the plain path the bundle knows."""
-    path = F.regexp_replace(uri, r"^file:(//)?", "")
-    return F.try_url_decode(F.replace(path, F.lit("+"), F.lit("%2B")))
+    return unquote(re.sub(r"^file:(//)?", "", uri))
 
 
 def _numbered_lines(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataFrame]:
     """Read text files and number their lines 1..n per file (no global sort).
 
     Within one file split Spark returns lines in order, and ``monotonically_increasing_id`` grows
-    with them; a small per-split aggregate supplies each split's first id and line count.
+    with them. A first pass counts the lines of each split (one small row per split, collected:
+    a 4 GB bundle has a few dozen); the second numbers each line from its split's offset.
     """
     raw = spark.read.text(paths).select(
         F.col("value"),
-        _local_path(F.col("_metadata.file_path")).alias("file_key"),
+        F.col("_metadata.file_path").alias("_uri"),
         F.col("_metadata.file_block_start").alias("block_start"),
         F.monotonically_increasing_id().alias("_row_id"),
     )
-    blocks = raw.groupBy("file_key", "block_start").agg(
-        F.min("_row_id").alias("_first_id"), F.count(F.lit(1)).alias("_lines"),
+    splits = raw.groupBy("_uri", "block_start").agg(
+        F.min("_row_id").alias("first_id"), F.count(F.lit(1)).alias("lines"),
         # Counted on the raw bytes: a bad byte outside the fields a layout keeps (a JSON key) still shows.
-        F.count(F.when(~F.is_valid_utf8("value"), 1)).alias("_bad_utf8"),
-        F.count(F.when(F.col("value").contains("\u0000"), 1)).alias("_nul"),
-    )
-    before = Window.partitionBy("file_key").orderBy("block_start").rowsBetween(Window.unboundedPreceding, -1)
-    blocks = blocks.withColumn("_lines_before", F.coalesce(F.sum("_lines").over(before), F.lit(0)))
-    numbered = raw.join(F.broadcast(blocks.drop("_lines", "_bad_utf8", "_nul")), ["file_key", "block_start"]).select(
+        F.count(F.when(~F.is_valid_utf8("value"), 1)).alias("bad_utf8"),
+        F.count(F.when(F.col("value").contains("\u0000"), 1)).alias("nul"),
+    ).collect()
+    offsets, totals = [], {}
+    for split in sorted(splits, key=lambda r: (r["_uri"], r["block_start"])):
+        key = _local_path(split["_uri"])
+        lines, bad, nul = totals.get(key, (0, 0, 0))
+        offsets.append((split["_uri"], split["block_start"], key, lines - split["first_id"] + 1))
+        totals[key] = (lines + split["lines"], bad + split["bad_utf8"], nul + split["nul"])
+    offset_table = spark.createDataFrame(
+        offsets, "_uri string, block_start long, file_key string, _line_offset long")
+    numbered = raw.join(F.broadcast(offset_table), ["_uri", "block_start"]).select(
         # Undecodable bytes become U+FFFD so records.parquet holds valid UTF-8 for every reader.
         F.make_valid_utf8("value").alias("value"),
         "file_key",
-        (F.col("_lines_before") + F.col("_row_id") - F.col("_first_id") + 1).alias("line_no"),
+        (F.col("_row_id") + F.col("_line_offset")).alias("line_no"),
     )
-    counts = blocks.groupBy("file_key").agg(F.sum("_lines").alias("lines_read"),
-                                            F.sum("_bad_utf8").alias("bad_utf8_lines"),
-                                            F.sum("_nul").alias("nul_lines"))
+    counts = spark.createDataFrame([(k, *v) for k, v in totals.items()],
+                                   "file_key string, lines_read long, bad_utf8_lines long, nul_lines long")
     return numbered, counts
 
 
@@ -393,8 +403,12 @@ def _line_columns(lines: DataFrame, layouts: list[Layout]) -> DataFrame:
 
 
 def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
-               layouts: list[Layout], chains: list[tuple[str, ...]], redact: bool = True) -> tuple[DataFrame, DataFrame]:
-    """Parse every text file in one Spark plan; per-file layout choices become CASE branches."""
+               layouts: list[Layout], chains: list[tuple[str, ...]], redact: bool = True
+               ) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """Parse every text file in one Spark plan; per-file layout choices become CASE branches.
+
+    Returns (records, line counts, the persisted per-line table to release once records are written).
+    """
     numbered, counts = _numbered_lines(spark, paths)
     lines = numbered.join(F.broadcast(files), "file_key")
     value = F.when(F.col("value").contains(FIELD_SEP), F.translate(F.col("value"), FIELD_SEP, " ")).otherwise(F.col("value"))
@@ -426,11 +440,20 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     level = F.upper(F.trim(F.col("f_level")))
     level = F.when(level == "WARNING", F.lit("WARN")).when(level == "FATAL", F.lit("ERROR")).otherwise(level)
 
-    starts = lines.where(F.col("is_start")).select(
-        "file_key", "source", "line_no", host, ts.alias("ts"), F.col("f_ts").alias("ts_raw"),
-        level.alias("level"), F.nullif(F.trim(F.col("f_thread")), F.lit("")).alias("thread"),
-        F.col("f_logger").alias("logger"), F.coalesce(F.col("f_message"), F.lit("")).alias("message"),
-        F.col("f_stack").alias("stack"), "layout_id", quality.alias("ts_quality"), "tz", "date_from",
+    # Everything later steps need from a line, computed once and kept on local disk: record starts,
+    # continuation folding and the unparsed lines all read this table instead of re-parsing the text.
+    is_start = F.col("is_start")
+    per_line = lines.select(
+        "file_key", "source", "line_no", host, "layout_id", "tz", "date_from", "is_start", "is_cont",
+        F.when(is_start, ts).alias("ts"), F.col("f_ts").alias("ts_raw"), F.when(is_start, level).alias("level"),
+        F.nullif(F.trim(F.col("f_thread")), F.lit("")).alias("thread"), F.col("f_logger").alias("logger"),
+        F.when(is_start, F.coalesce(F.col("f_message"), F.lit(""))).alias("message"), F.col("f_stack").alias("stack"),
+        F.when(is_start, quality).alias("ts_quality"),
+        F.when(~is_start, F.col("text")).alias("text"), F.when(~is_start, F.col("value")).alias("value"),
+    ).persist(StorageLevel.DISK_ONLY)
+    starts = per_line.where(is_start).select(
+        "file_key", "source", "line_no", "host", "ts", "ts_raw", "level", "thread", "logger", "message", "stack",
+        "layout_id", "ts_quality", "tz", "date_from",
     )
     rolling = [l.id for l in layouts if any("yyyy" not in f for f in l.ts_formats)]
     if rolling:
@@ -438,13 +461,17 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
 
     # Continuation runs ("islands"): line_no - rank is constant inside a run of consecutive
     # continuation lines, and the run belongs to the record on the line just before it.
-    conts = lines.where("is_cont").select("file_key", "source", "line_no", host, "text", "value", "layout_id")
+    conts = per_line.where("is_cont").select("file_key", "source", "line_no", "host", "text", "value", "layout_id")
     by_file = Window.partitionBy("file_key").orderBy("line_no")
     conts = conts.withColumn("_island", F.col("line_no") - F.row_number().over(by_file))
     conts = conts.withColumn("record_line", F.min("line_no").over(Window.partitionBy("file_key", "_island")) - 1)
     attached = conts.where(F.col("record_line") >= 1).withColumn("stackish", F.col("text").rlike(STACK_LINE))
     trailer_layouts = [l.id for l in layouts if l.logger_trailer]
     folded = _fold_continuations(attached, trailer_layouts)
+    # Records with continuation lines are few next to all records: when the count says so, ship
+    # them to every task instead of shuffling every record for the join.
+    if per_line.where("is_cont").count() <= BROADCAST_FOLDED_MAX_LINES:
+        folded = F.broadcast(folded)
 
     records = starts.join(folded, ["file_key", "line_no"], "left").select(
         "source", "line_no", "host", "ts", "ts_raw", "level", "thread",
@@ -458,7 +485,7 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     # Lines nobody understands: unknown layouts, non-JSON lines in JSON files, and continuation
     # lines with no record above them (a file cut in the middle of a stack trace).
     stray = conts.where(F.col("record_line") < 1).select("source", "line_no", "host", "value").unionByName(
-        lines.where(~F.col("is_start") & ~F.col("is_cont")).select("source", "line_no", host, "value")
+        per_line.where(~is_start & ~F.col("is_cont")).select("source", "line_no", "host", "value")
     )
     stray = stray.select(
         "source", "line_no", "host", F.lit(None).cast("timestamp").alias("ts"),
@@ -471,8 +498,11 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     if redact:
         records = records.withColumn("message", redact_text_guarded_col(F.col("message"))).withColumn(
             "stack", redact_text_guarded_col(F.col("stack")))
-    return records, counts
+    return records, counts, per_line
 
+
+#: Up to this many continuation lines, folded records are broadcast to the join with all records.
+BROADCAST_FOLDED_MAX_LINES = 300_000
 
 #: A time of day that goes back by more than this against the record before it is the next day.
 ROLLOVER_BACKSTEP_H = 12
@@ -554,10 +584,11 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
     used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
     used_chains = sorted({d.wrappers for d in detections.values()})
     paths = [str(f.local_path.resolve()) for f in readable]
-    records, counts = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact)
+    records, counts, per_line = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact)
     line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select(
         "source", "lines_read", "bad_utf8_lines", "nul_lines")
     zero = [(f.source, 0, 0, 0) for f in logs if not f.size]
     if zero:
         line_counts = line_counts.unionByName(spark.createDataFrame(zero, LINE_COUNT_SCHEMA))
-    return ParsedLogs(records=records.select(*RECORD_COLUMNS), line_counts=line_counts, detections=detections)
+    return ParsedLogs(records=records.select(*RECORD_COLUMNS), line_counts=line_counts, detections=detections,
+                      release=per_line.unpersist)

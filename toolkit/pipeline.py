@@ -6,6 +6,7 @@ notebooks, detectors, charts) work from compact columnar files instead of recomp
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -48,17 +49,47 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     return StateFacts(**tables)
 
 
+#: Bump when events/config/unknown_shapes change for the same records (cached copies become stale).
+EVENTS_FORMAT = 1
+DERIVED_TABLES = ("events", "config", "unknown_shapes")
+
+
 def classify_records(spark: SparkSession, records: DataFrame, out: Path,
-                     progress: Progress | None = None) -> tuple[DataFrame, DataFrame]:
-    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``unknown_shapes.parquet``."""
+                     progress: Progress | None = None, cache: ParseCache | None = None) -> tuple[DataFrame, DataFrame]:
+    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``unknown_shapes.parquet``.
+
+    With the parse cache of the run that produced ``records``, a bundle whose files are all unchanged
+    since an earlier run gets these tables copied from the cache instead of classified again.
+    """
+    from toolkit.cache import templates_digest
     from toolkit.events import classify, extract_config, tag_runs, unknown_shapes
 
-    (progress or (lambda _m: None))("classifying events")
-    paths = {name: str((out / f"{name}.parquet").resolve()) for name in ("events", "config", "unknown_shapes")}
-    tag_runs(classify(records)).write.mode("overwrite").parquet(paths["events"])
-    extract_config(records).write.mode("overwrite").parquet(paths["config"])
-    unknown_shapes(records).write.mode("overwrite").parquet(paths["unknown_shapes"])
+    say = progress or (lambda _m: None)
+    paths = {name: str((out / f"{name}.parquet").resolve()) for name in DERIVED_TABLES}
+    kept = (cache.derived_dir(cache.last_file_keys, f"{EVENTS_FORMAT}|{templates_digest()}")
+            if cache is not None and cache.last_file_keys else None)
+    if kept is not None and (kept / "complete").is_file():
+        say("events unchanged since an earlier run (cache)")
+        for name in DERIVED_TABLES:
+            shutil.rmtree(paths[name], ignore_errors=True)
+            shutil.copytree(kept / f"{name}.parquet", paths[name])
+    else:
+        say("classifying events")
+        tag_runs(classify(records)).write.mode("overwrite").parquet(paths["events"])
+        extract_config(records).write.mode("overwrite").parquet(paths["config"])
+        unknown_shapes(records).write.mode("overwrite").parquet(paths["unknown_shapes"])
+        if kept is not None:
+            _keep_derived(kept, paths)
     return spark.read.parquet(paths["events"]), spark.read.parquet(paths["config"])
+
+
+def _keep_derived(kept: Path, paths: dict[str, str]) -> None:
+    """Copy the derived tables into the cache; the ``complete`` marker goes last."""
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir(parents=True)
+    for name, path in paths.items():
+        shutil.copytree(path, kept / f"{name}.parquet")
+    (kept / "complete").write_text("")
 
 
 def analyse(
@@ -78,7 +109,7 @@ def analyse(
     out = Path(out_dir)
     opened, report, records = parse_bundle(spark, bundle, out, timezone=timezone, work_dir=work_dir,
                                            progress=say, cache=cache, redact=redact)
-    events, config = classify_records(spark, records, out, progress=say)
+    events, config = classify_records(spark, records, out, progress=say, cache=cache)
     say("reconstructing the timeline")
     timeline = build_timeline(events, _state_facts(spark, out), config)
     if write_timeline:
