@@ -60,8 +60,6 @@ def _frame_group(frame: str) -> str:
     groups = (("java.util.regex.", "java.util.regex (regexp_replace/rlike/regexp_extract)"),
               ("UTF8String.translate", "UTF8String.translate (F.translate FIELD_SEP)"),
               ("StringTranslate", "UTF8String.translate (F.translate FIELD_SEP)"),
-              ("URLDecoder", "URL decoding of the file path per line (_local_path)"),
-              ("UrlCodec", "URL decoding of the file path per line (_local_path)"),
               ("UTF8String.split", "UTF8String.split (field split)"),
               ("janino", "code generation (janino)"),
               ("parquet", "parquet write/read"),
@@ -131,37 +129,31 @@ def main(argv: list[str] | None = None) -> int:
     files = L._file_table(spark, bundle, readable, detections)
     used = [lay for lay in cat.layouts if any(d.layout == lay.id for d in detections.values())]
 
+    chains = sorted({d.wrappers for d in detections.values()})
+
     def read_text():
         return spark.read.text(paths)
 
     def numbered():
         return L._numbered_lines(spark, paths)[0]
 
-    def fields():
-        # The per-line regex rewrite of _parse_all, without the wrapper stripping (none in these bundles).
-        lines = numbered().join(F.broadcast(files), "file_key")
-        text = F.translate(F.col("value"), L.FIELD_SEP, " ")
-        per_layout = {lay.id: L._line_fields(lay, text) for lay in used}
-        return lines.select("file_key", "line_no",
-                            L._case(F.col("layout_id"), {k: v[0] for k, v in per_layout.items()}).alias("f"),
-                            L._case(F.col("layout_id"), {k: v[1] for k, v in per_layout.items()},
-                                    F.lit(False)).alias("is_cont"))
+    parts: dict[str, object] = {}
 
-    def timestamps():
-        df = fields().join(F.broadcast(files), "file_key")
-        tz, day = F.col("tz"), F.col("file_date")
-        ts = L._case(F.col("layout_id"), {lay.id: L._timestamp(lay, F.col("f.ts"), tz, day) for lay in used})
-        return df.select("file_key", "line_no", "f", "is_cont", ts.alias("ts"))
+    def per_line():
+        # _parse_all persists its per-line table and counts continuation lines; time it unpersisted.
+        records, _, table = L._parse_all(spark, cat, files, paths, used, chains)
+        table.unpersist()
+        parts["records"] = records
+        return table
 
     def records():
-        return L.parse_logs(spark, bundle, cat).records
+        return parts["records"]  # reads the per-line table again (recomputed: it is not persisted here)
 
     steps = [
         ("read text (one scan)", read_text),
-        ("+ line numbering (blocks aggregate + join)", numbered),
-        ("+ layout regex rewrite per line", fields),
-        ("+ timestamp parsing", timestamps),
-        ("records: + continuation window, fold, join, stray union", records),
+        ("+ line numbering (split offsets collected, then joined)", numbered),
+        ("+ per-line parse (layout regex, JSON, timestamps, wrappers)", per_line),
+        ("records: + fold continuations, join, unparsed lines, redaction", records),
     ]
     results = []
     for name, build in steps:
