@@ -37,7 +37,12 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def analysis_of(spark, tmp_path_factory):
-    """Analyse a shipped sample bundle once per test session: ``analysis_of("kafka-restore-skipped")``."""
+    """Analyse a shipped sample bundle once per test session: ``analysis_of("kafka-restore-skipped")``.
+
+    Through the session's parse cache (``STREAM_INCIDENT_CACHE`` above), so the notebook and report
+    tests, whose kernels share that cache, find these bundles' tables already derived.
+    """
+    from toolkit.cache import ParseCache
     from toolkit.pipeline import analyse
 
     done: dict[str, object] = {}
@@ -45,7 +50,7 @@ def analysis_of(spark, tmp_path_factory):
     def get(name: str):
         if name not in done:
             out = tmp_path_factory.mktemp(f"analysis-{name}")
-            done[name] = analyse(spark, SAMPLES / name, out)
+            done[name] = analyse(spark, SAMPLES / name, out, cache=ParseCache())
         return done[name]
 
     return get

@@ -11,6 +11,7 @@ import hashlib
 import io
 import os
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -199,3 +200,32 @@ def test_hostile_bundle_parses_and_writes_only_under_out(spark, hostile):
     files = {f.path: f for f in report.files}
     assert files["host-b/outer.tar.gz!/inner.zip!/var/log/app.log"].records == 1
     assert files["host-c/fifo.tar.gz!/ok.log"].records == 1
+
+
+@pytest.mark.parametrize("kind", ["tar.gz", "zip"])
+def test_directory_times_survive_extraction(tmp_path, kind):
+    """A state copy's directory times are evidence: extraction must not leave them at "now"."""
+    dir_time, file_time = 1_771_400_469, 1_772_874_006  # 2026-02-18 07:41:09, 2026-03-07 09:00:06 UTC
+    archive = tmp_path / "bundle" / "orders-agg-0" / f"state.{kind}"
+    archive.parent.mkdir(parents=True)
+    if kind == "zip":
+        with zipfile.ZipFile(archive, "w") as zf:
+            zf.writestr(zipfile.ZipInfo("kafka-streams/", date_time=(2026, 2, 18, 7, 41, 10)), b"")
+            zf.writestr(zipfile.ZipInfo("kafka-streams/orders-agg/0_0/.checkpoint", date_time=(2026, 3, 7, 9, 0, 6)),
+                        b"0\n1\norders 0 42\n")
+    else:
+        with tarfile.open(archive, "w:gz") as tf:
+            folder = tarfile.TarInfo("kafka-streams")
+            folder.type, folder.mtime = tarfile.DIRTYPE, dir_time
+            tf.addfile(folder)
+            data = b"0\n1\norders 0 42\n"
+            info = tarfile.TarInfo("kafka-streams/orders-agg/0_0/.checkpoint")
+            info.size, info.mtime = len(data), file_time
+            tf.addfile(info, io.BytesIO(data))
+    bundle = open_bundle(tmp_path / "bundle", tmp_path / "work")
+    root = next(p for p in (tmp_path / "work").rglob("kafka-streams") if p.is_dir())
+    # zip stores local time with 2-second resolution; tar stores UTC seconds.
+    expected = time.mktime((2026, 2, 18, 7, 41, 10, 0, 0, -1)) if kind == "zip" else dir_time
+    assert abs(root.stat().st_mtime - expected) < 1, (root, root.stat().st_mtime)
+    checkpoint = root / "orders-agg" / "0_0" / ".checkpoint"
+    assert checkpoint.is_file() and not bundle.problems

@@ -58,10 +58,28 @@ def test_events_are_reused_only_while_every_file_is_unchanged(spark, tmp_path):
 
     said, first = events_of("out1")
     assert "classifying events" in said and first == [(1, "THREAD_STATE")]
+    assert "reconstructing the timeline" in said
     said, second = events_of("out2")
     assert "events unchanged since an earlier run (cache)" in said and "classifying events" not in said
     assert second == first and (tmp_path / "out2" / "unknown_shapes.parquet").is_dir()
+    # The timeline too: its tables are copied, not rebuilt, and equal the first run's.
+    assert "timeline unchanged since an earlier run (cache)" in said and "reconstructing the timeline" not in said
+    assert _table(spark, tmp_path / "out2", "thread_states") == _table(spark, tmp_path / "out1", "thread_states") != []
+
+    # New state evidence leaves the events alone but rebuilds the timeline (checkpoints come from it).
+    task = bundle / "h-0" / "state" / "a" / "0_0"
+    task.mkdir(parents=True)
+    (task / ".checkpoint").write_text("0\n1\norders 0 42\n")
+    said, _ = events_of("out2b")
+    assert "events unchanged since an earlier run (cache)" in said and "reconstructing the timeline" in said
+    assert [r["offset"] for r in _table(spark, tmp_path / "out2b", "checkpoints", raw=True)] == [42]
+    (task / ".checkpoint").unlink()
 
     (bundle / "h-0" / "app.log").write_text(LINE.format(1) + LINE.format(2))
     said, third = events_of("out3")
     assert "classifying events" in said and third == [(1, "THREAD_STATE"), (2, "THREAD_STATE")]
+
+
+def _table(spark, out, name, raw=False):
+    rows = spark.read.parquet(str(out / f"{name}.parquet")).collect()
+    return rows if raw else sorted(tuple(map(repr, r)) for r in rows)

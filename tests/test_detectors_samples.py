@@ -81,6 +81,19 @@ def test_eos_stale_checkpoint_tasks_offsets_and_confidence(analysed, name):
         assert finding.confidence == "confirmed" and finding.missing_evidence == []
 
 
+def test_frozen_eos_checkpoint_is_confirmed_by_the_capture_and_likely_from_logs_elsewhere(analysed):
+    _, findings = analysed("kafka-eos-stale-checkpoint")
+    frozen = {f.hosts[0]: f for f in findings if f.detector == "eos-checkpoint-stale-during-running"}
+    assert sorted(frozen) == ["orders-agg-0", "orders-agg-1"], [f.title for f in findings]
+    captured, logged = frozen["orders-agg-0"], frozen["orders-agg-1"]
+    # orders-agg-0's state copy (newest file 10:02:12, during run 1) still holds the 09:00:06 checkpoint.
+    assert (captured.confidence, captured.tasks) == ("confirmed", ["0_0", "0_2"])
+    assert any(e.kind == "state" and "mtime 2026-03-07 09:00:06" in e.text for e in captured.evidence)
+    # orders-agg-1 has no capture: its DEBUG write with no later write or delete decides.
+    assert (logged.confidence, logged.tasks) == ("likely", ["0_1", "0_3"])
+    assert any(e.kind == "log" and "Writing checkpoint" in e.text for e in logged.evidence)
+
+
 def test_standby_lock_stale_checkpoint_facts(analysed):
     expected = expected_of("kafka-standby-lock-cleaner")
     _, findings = analysed("kafka-standby-lock-cleaner")

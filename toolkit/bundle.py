@@ -19,6 +19,7 @@ Optional ``bundle.toml`` at the bundle root::
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import hashlib
 import lzma
@@ -353,6 +354,7 @@ class _Extractor:
             return
         extracted = 0
         current: str | None = None
+        dir_mtimes: list[tuple[Path, float]] = []
         # Tar members carry no compressed size; watch the whole archive's ratio instead.
         compressed = archive.stat().st_size if tf.fileobj is not None and archive.suffix in (".gz", ".tgz", ".bz2", ".xz") else None
         with tf:
@@ -365,6 +367,7 @@ class _Extractor:
                         rel = _safe_member_path(member.name)
                         if rel is not None:
                             (dest.joinpath(*rel.parts)).mkdir(parents=True, exist_ok=True)
+                            dir_mtimes.append((dest.joinpath(*rel.parts), member.mtime))
                         continue
                     if member.issym() or member.islnk():
                         self._refuse(msource, "link in archive not extracted", f"points to {member.linkname}")
@@ -407,6 +410,7 @@ class _Extractor:
             except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
                 cut = f"; {current} cut short" if current else ""
                 self._refuse(source, "truncated or corrupt archive", f"{exc}; {extracted} files recovered{cut}")
+        _restore_dir_mtimes(dir_mtimes)
 
     def extract_zip(self, archive: Path, dest: Path, source: str) -> None:
         try:
@@ -414,6 +418,7 @@ class _Extractor:
         except (zipfile.BadZipFile, OSError) as exc:
             self._refuse(source, "unreadable archive", str(exc))
             return
+        dir_mtimes: list[tuple[Path, float]] = []
         with zf:
             for info in zf.infolist():
                 msource = f"{source}!/{info.filename}"
@@ -421,6 +426,10 @@ class _Extractor:
                     break
                 mode = info.external_attr >> 16
                 if info.is_dir():
+                    rel = _safe_member_path(info.filename)
+                    if rel is not None:
+                        dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
+                        dir_mtimes.append((dest.joinpath(*rel.parts), _zip_mtime(info)))
                     continue
                 if stat.S_ISLNK(mode):
                     self._refuse(msource, "link in archive not extracted", "symbolic link")
@@ -447,6 +456,17 @@ class _Extractor:
                 if ok:
                     mtime = _zip_mtime(info)
                     os.utime(target, (mtime, mtime))
+        _restore_dir_mtimes(dir_mtimes)
+
+
+def _restore_dir_mtimes(dir_mtimes: list[tuple[Path, float]]) -> None:
+    """Give extracted directories their archived times, deepest first (writing a file touches its parent).
+
+    A state capture's directory times are evidence (when a task directory was created or cleaned).
+    """
+    for path, mtime in sorted(dir_mtimes, key=lambda item: len(item[0].parts), reverse=True):
+        with contextlib.suppress(OSError):
+            os.utime(path, (mtime, mtime))
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> float:

@@ -6,14 +6,16 @@ the layout catalogue and the toolkit version. Records of all files parsed in one
 once, partitioned by key, under ``<cache>/records/cache_key=<key>/``; a small JSON file per key
 holds the file's layout and line count. A changed or added file gets a new key and is parsed
 alone; the rest is read back from parquet. Tables derived from all records of a bundle (events,
-config dumps, unknown shapes) are kept under ``<cache>/derived/<key>/``, keyed by every file's key and
-the template catalogue, so a second run on an unchanged bundle copies them instead of classifying again.
+config dumps, unknown shapes) and the timeline tables (which also depend on the state evidence) are kept
+under ``<cache>/derived/<key>/``, keyed by every file's key and the toolkit's own code, so a second run on an
+unchanged bundle copies them instead of classifying and rebuilding the timeline again.
 
 The cache lives in ``$STREAM_INCIDENT_CACHE`` or ``~/.cache/stream-incident`` and is safe to delete.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +24,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Mapping, Sequence
 
 from toolkit import __version__
 from toolkit.bundle import HostSettings, LogFile
@@ -47,10 +50,14 @@ def _catalogue_digest(names: tuple[str, ...] = ("layouts.toml",)) -> str:
     return h.hexdigest()
 
 
-def templates_digest() -> str:
-    """Digest of every catalogue file (layouts and log templates)."""
-    names = sorted(p.name for p in resources.files("toolkit.catalogue").iterdir() if p.name.endswith(".toml"))
-    return _catalogue_digest(tuple(names))
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """Digest of the toolkit's code and data files: derived tables are rebuilt after any change to either."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.blake2b(digest_size=12)
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".toml") and "samples" not in p.parts):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def content_digest(path: Path) -> str:
@@ -82,8 +89,6 @@ class ParseCache:
         self.records_dir = self.root / "records"
         self.meta_dir = self.root / "meta"
         self._salt = f"{__version__}|{PARSE_FORMAT}|{_catalogue_digest()}"
-        #: keys of the files of the last bundle looked up (set by ``toolkit.ingest``)
-        self.last_file_keys: list[str] | None = None
 
     def key_for(self, log: LogFile, settings: HostSettings, redact: bool = True) -> str:
         """Key of one file: its content plus everything that changes how it parses."""
@@ -119,13 +124,42 @@ class ParseCache:
                                        "written": time.time()}))
             tmp.replace(self.meta_dir / f"{e.key}.json")
 
-    def derived_dir(self, file_keys: list[str], digest: str) -> Path:
-        """Where tables derived from exactly these files' records (events, config...) are kept.
+    def derived_dir(self, inputs: Sequence[str], stage: str) -> Path:
+        """Where the tables of ``stage`` derived from exactly ``inputs`` (file keys, state digest) are kept.
 
-        ``digest`` names everything else the derivation depends on (the template catalogue).
+        The toolkit's code is part of the key, so a changed detector or timeline rule never reads
+        tables an older version derived.
         """
-        joined = "\0".join([self._salt, digest, *sorted(file_keys)])
+        joined = "\0".join([self._salt, stage, code_digest(), *sorted(inputs)])
         return self.root / "derived" / hashlib.blake2b(joined.encode(), digest_size=12).hexdigest()
+
+    @staticmethod
+    def restore_derived(kept: Path, paths: Mapping[str, str]) -> bool:
+        """Copy the kept tables to ``paths`` (name -> parquet path); False when nothing complete is kept."""
+        if not (kept / "complete").is_file():
+            return False
+        for name, path in paths.items():
+            shutil.rmtree(path, ignore_errors=True)
+            shutil.copytree(kept / f"{name}.parquet", path)
+        return True
+
+    @staticmethod
+    def store_derived(kept: Path, paths: Mapping[str, str]) -> None:
+        """Keep a copy of the tables at ``paths``; built aside and renamed, so readers never see half of it."""
+        building = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        for name, path in paths.items():
+            shutil.copytree(path, building / f"{name}.parquet")
+        (building / "complete").write_text("")
+        if not (kept / "complete").is_file():
+            shutil.rmtree(kept, ignore_errors=True)  # leftovers of an interrupted older layout
+            try:
+                building.rename(kept)
+                return
+            except OSError:  # another run kept the same tables first
+                pass
+        shutil.rmtree(building, ignore_errors=True)
 
     def forget(self, key: str) -> None:
         (self.meta_dir / f"{key}.json").unlink(missing_ok=True)

@@ -8,6 +8,7 @@ the run.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -55,6 +56,10 @@ class IngestReport:
     files: list[FileSummary]
     problems: list[IngestProblem]
     evidence: list[dict]
+    #: parse-cache keys of the log files, when a cache was used (they name the records for derived tables)
+    file_keys: list[str] = field(default_factory=list)
+    #: identity of the state facts read (see :meth:`toolkit.state.StateRows.digest`); "" without state evidence
+    state_digest: str = ""
 
     @property
     def totals(self) -> dict[str, int]:
@@ -143,10 +148,12 @@ Progress = Callable[[str], None]
 
 
 def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, say: Progress,
-                      redact: bool = True) -> ParsedLogs:
-    """Parse only files the cache has not seen; read everything else back from the cache."""
+                      redact: bool = True) -> tuple[ParsedLogs, list[str]]:
+    """Parse only files the cache has not seen; read everything else back from the cache.
+
+    Returns the parsed logs and every file's cache key.
+    """
     keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
-    cache.last_file_keys = sorted(keys.values())
     known = {src: cache.lookup(key) for src, key in keys.items()}
     misses = [f for f in bundle.logs if known[f.source] is None]
     say(f"{len(bundle.logs) - len(misses)} of {len(bundle.logs)} log files unchanged since an earlier run (cache)")
@@ -176,16 +183,17 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     line_counts = spark.createDataFrame([(e.source, e.lines_read) for e in known.values()],
                                         "source string, lines_read long")
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
-    return ParsedLogs(records=records, line_counts=line_counts, detections=detections)
+    return ParsedLogs(records=records, line_counts=line_counts, detections=detections), sorted(keys.values())
 
 #: State fact tables written beside records.parquet (see toolkit.state.schemas).
 STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state")
 
 
-def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> None:
+def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> str:
     """Read the bundle's state evidence and write one parquet table per fact kind under ``out/state/``.
 
-    Problems (malformed checkpoints, broken JSON) join the bundle's ingest problems.
+    Problems (malformed checkpoints, broken JSON) join the bundle's ingest problems. Returns the
+    identity of the facts read (:meth:`toolkit.state.StateRows.digest`).
     """
     from toolkit.state import StateItem, read_state
 
@@ -194,6 +202,7 @@ def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> None:
     for name in STATE_TABLES:
         getattr(tables, name).write.mode("overwrite").parquet(str((out / "state" / f"{name}.parquet").resolve()))
     bundle.problems.extend(IngestProblem(source, reason) for source, reason in tables.problems)
+    return tables.digest
 
 
 
@@ -221,7 +230,7 @@ def parse_bundle(
     if not isinstance(bundle, Bundle):
         say("discovering files")
         bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
-    parsed = _parse_with_cache(spark, bundle, cache, say, redact) if cache else None
+    parsed, file_keys = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, [])
     if parsed is None:
         say(f"parsing {len(bundle.logs)} log files ({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
         parsed = parse_logs(spark, bundle, redact=redact)
@@ -229,10 +238,13 @@ def parse_bundle(
     parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
     parsed.release()
     records = spark.read.parquet(str(records_path.resolve()))
+    state_digest = ""
+    shutil.rmtree(out / "state", ignore_errors=True)  # an earlier run's facts must not join this bundle's
     if bundle.evidence:
         say(f"reading {len(bundle.evidence)} state evidence items")
-        write_state_tables(spark, bundle, out)
+        state_digest = write_state_tables(spark, bundle, out)
     say("checking line accounting")
     report = summarize(bundle, parsed, records)
+    report.file_keys, report.state_digest = file_keys, state_digest
     (out / "ingest.json").write_text(json.dumps(report.to_json(), indent=2, default=str), encoding="utf-8")
     return bundle, report, records

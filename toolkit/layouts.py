@@ -18,9 +18,9 @@ import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 from urllib.parse import unquote
 from zoneinfo import ZoneInfo
 

@@ -6,10 +6,9 @@ notebooks, detectors, charts) work from compact columnar files instead of recomp
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -17,6 +16,8 @@ from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
 from toolkit.ingest import STATE_TABLES, IngestReport, parse_bundle
 from toolkit.timeline import StateFacts, Timeline, build_timeline
+from toolkit.timeline.build import config_with_runs
+from toolkit.timeline.schemas import TABLES as TIMELINE_TABLES
 
 Progress = Callable[[str], None]
 
@@ -49,47 +50,32 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     return StateFacts(**tables)
 
 
-#: Bump when events/config/unknown_shapes change for the same records (cached copies become stale).
-EVENTS_FORMAT = 1
 DERIVED_TABLES = ("events", "config", "unknown_shapes")
 
 
-def classify_records(spark: SparkSession, records: DataFrame, out: Path,
-                     progress: Progress | None = None, cache: ParseCache | None = None) -> tuple[DataFrame, DataFrame]:
+def classify_records(spark: SparkSession, records: DataFrame, out: Path, progress: Progress | None = None,
+                     cache: ParseCache | None = None, file_keys: list[str] | None = None
+                     ) -> tuple[DataFrame, DataFrame]:
     """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``unknown_shapes.parquet``.
 
-    With the parse cache of the run that produced ``records``, a bundle whose files are all unchanged
-    since an earlier run gets these tables copied from the cache instead of classified again.
+    With the parse cache and the cache keys of the files behind ``records``, a bundle whose files
+    are all unchanged since an earlier run gets these tables copied from the cache instead.
     """
-    from toolkit.cache import templates_digest
     from toolkit.events import classify, extract_config, tag_runs, unknown_shapes
 
     say = progress or (lambda _m: None)
-    paths = {name: str((out / f"{name}.parquet").resolve()) for name in DERIVED_TABLES}
-    kept = (cache.derived_dir(cache.last_file_keys, f"{EVENTS_FORMAT}|{templates_digest()}")
-            if cache is not None and cache.last_file_keys else None)
-    if kept is not None and (kept / "complete").is_file():
+    paths = _table_paths(out, DERIVED_TABLES)
+    kept = cache.derived_dir(file_keys, "events") if cache is not None and file_keys else None
+    if kept is not None and cache.restore_derived(kept, paths):
         say("events unchanged since an earlier run (cache)")
-        for name in DERIVED_TABLES:
-            shutil.rmtree(paths[name], ignore_errors=True)
-            shutil.copytree(kept / f"{name}.parquet", paths[name])
     else:
         say("classifying events")
         tag_runs(classify(records)).write.mode("overwrite").parquet(paths["events"])
         extract_config(records).write.mode("overwrite").parquet(paths["config"])
         unknown_shapes(records).write.mode("overwrite").parquet(paths["unknown_shapes"])
         if kept is not None:
-            _keep_derived(kept, paths)
+            cache.store_derived(kept, paths)
     return spark.read.parquet(paths["events"]), spark.read.parquet(paths["config"])
-
-
-def _keep_derived(kept: Path, paths: dict[str, str]) -> None:
-    """Copy the derived tables into the cache; the ``complete`` marker goes last."""
-    shutil.rmtree(kept, ignore_errors=True)
-    kept.mkdir(parents=True)
-    for name, path in paths.items():
-        shutil.copytree(path, kept / f"{name}.parquet")
-    (kept / "complete").write_text("")
 
 
 def analyse(
@@ -109,17 +95,45 @@ def analyse(
     out = Path(out_dir)
     opened, report, records = parse_bundle(spark, bundle, out, timezone=timezone, work_dir=work_dir,
                                            progress=say, cache=cache, redact=redact)
-    events, config = classify_records(spark, records, out, progress=say, cache=cache)
-    say("reconstructing the timeline")
-    timeline = build_timeline(events, _state_facts(spark, out), config)
+    events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys)
+    state = _state_facts(spark, out)
+    timeline = None
     if write_timeline:
-        timeline.write(out)
-        timeline = _reload(spark, timeline, out)
+        timeline = _cached_timeline(spark, events, state, config, out, cache, report, say)
+    if timeline is None:
+        say("reconstructing the timeline")
+        timeline = build_timeline(events, state, config)
+        if write_timeline:
+            timeline.write(out)
+            timeline = _reload(spark, timeline, out)
+            if cache is not None and report.file_keys:
+                cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES))
     return Analysis(bundle=opened, ingest=report, records=records, events=events, timeline=timeline, out_dir=out)
+
+
+def _table_paths(out: Path, names: Iterable[str]) -> dict[str, str]:
+    return {name: str((out / f"{name}.parquet").resolve()) for name in names}
+
+
+def _timeline_key(cache: ParseCache, report: IngestReport) -> Path:
+    return cache.derived_dir([*report.file_keys, f"state:{report.state_digest}"], "timeline")
+
+
+def _cached_timeline(spark: SparkSession, events: DataFrame, state: StateFacts, config: DataFrame, out: Path,
+                     cache: ParseCache | None, report: IngestReport, say: Progress) -> Timeline | None:
+    """The timeline tables of an earlier run on the same files and state facts, copied into ``out``."""
+    if cache is None or not report.file_keys:
+        return None
+    paths = _table_paths(out, TIMELINE_TABLES)
+    if not cache.restore_derived(_timeline_key(cache, report), paths):
+        return None
+    say("timeline unchanged since an earlier run (cache)")
+    tables = {name: spark.read.parquet(path) for name, path in paths.items()}
+    return Timeline(events=events, config=config_with_runs(events, config), state=state, **tables)
 
 
 def _reload(spark: SparkSession, timeline: Timeline, out: Path) -> Timeline:
     """Swap each derived table for its parquet copy (later queries skip the window functions)."""
-    tables = {name: spark.read.parquet(str((out / f"{name}.parquet").resolve())) for name in timeline.tables()}
+    tables = {name: spark.read.parquet(path) for name, path in _table_paths(out, timeline.tables()).items()}
     return Timeline(events=timeline.events, config=timeline.config, state=timeline.state, notes=timeline.notes,
                     **tables)

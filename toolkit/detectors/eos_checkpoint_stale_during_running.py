@@ -5,7 +5,8 @@ it closes or suspends, so no ``.checkpoint`` should exist during RUNNING. From 3
 updater writes one when restoration completes and leaves it there (KAFKA-20685); before 2.6.2 a
 resumed task kept its old one (KAFKA-10362). Either way an unclean stop is then not detected.
 Decision per host/task: a state capture taken while an EOS run was going shows a checkpoint whose
-mtime is older than the capture by more than ``STALE_AFTER_S`` (``confirmed``), or a DEBUG
+mtime is older than the capture by more than ``STALE_AFTER_S`` (``confirmed``), or, on a host without
+such a capture, a DEBUG
 ``Writing checkpoint`` line in an EOS run followed by more than ``STALE_AFTER_S`` of RUNNING with no
 further write or delete for the task (``likely``).
 """
@@ -40,7 +41,11 @@ def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
         "host", "run_id", "task_id", "topic", "partition", "offset", "ts", "run_end", "source", "line_no", "version").agg(
         F.min(F.when(F.col("next_ts") > F.col("ts"), F.col("next_ts"))).alias("next_ts")).where(
         F.col("next_ts").isNull() & (F.unix_timestamp("run_end") - F.unix_timestamp("ts") > STALE_AFTER_S))
-    log_rows = [] if cap_rows else rows(lonely, 30, order=["host", "task_id"])
+    # A capture settles its host; the other hosts are still judged by their logs.
+    captured_hosts = sorted({r.host for r in cap_rows})
+    if captured_hosts:
+        lonely = lonely.where(~F.col("host").isin(captured_hosts))
+    log_rows = rows(lonely, 30, order=["host", "task_id"])
     findings = []
     for host in sorted({r.host for r in (*cap_rows, *log_rows)}):
         caps = [r for r in cap_rows if r.host == host]

@@ -11,6 +11,7 @@ entry in ``StateTables.problems`` (and, for checkpoints, a row with ``problem`` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections import defaultdict
@@ -96,6 +97,12 @@ class StateRows:
     nifi_state: list[dict[str, Any]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
 
+    def digest(self) -> str:
+        """Identity of the facts (not of the files they came from): equal facts build equal timelines."""
+        tables = (self.state_files, self.checkpoints, self.dynamo_tables, self.dynamo_items, self.cloudtrail,
+                  self.nifi_state)
+        return hashlib.blake2b(repr(tables).encode(), digest_size=12).hexdigest()
+
 
 @dataclass
 class StateTables:
@@ -108,6 +115,8 @@ class StateTables:
     cloudtrail: DataFrame
     nifi_state: DataFrame
     problems: list[tuple[str, str]]
+    #: see :meth:`StateRows.digest`
+    digest: str = ""
 
     def problems_frame(self, spark: SparkSession) -> DataFrame:
         """The problems as a DataFrame (``source``, ``reason``) to union with the bundle's ingest problems."""
@@ -150,6 +159,7 @@ def read_state(spark: SparkSession, items: list[StateItem]) -> StateTables:
         cloudtrail=_frame(spark, rows.cloudtrail, CLOUDTRAIL_SCHEMA),
         nifi_state=_frame(spark, rows.nifi_state, NIFI_STATE_SCHEMA),
         problems=rows.problems,
+        digest=rows.digest(),
     )
 
 

@@ -567,6 +567,14 @@ def clock_skew(gens: DataFrame) -> DataFrame:
 # --------------------------------------------------------------------------- assembly
 
 
+def config_with_runs(events: DataFrame, config: DataFrame | None) -> DataFrame | None:
+    """Config rows with the ``run_id`` of their dump: a config dump belongs to the run of its own line."""
+    if config is None or "run_id" in config.columns:
+        return config
+    dumps = events.select("source", "line_no", "run_id")
+    return config.join(dumps, ["source", "line_no"], "left")
+
+
 def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None) -> Timeline:
     """All tables; each is a lazy DataFrame (``Timeline.write`` or a detector triggers the work)."""
     if "run_id" not in events.columns:
@@ -574,10 +582,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None)
 
         events = tag_runs(events)
     spark = events.sparkSession
-    if config is not None and "run_id" not in config.columns:
-        # A config dump belongs to the run of its own line (the CONFIG_DUMP event).
-        dumps = events.select("source", "line_no", "run_id")
-        config = config.join(dumps, ["source", "line_no"], "left")
+    config = config_with_runs(events, config)
     runs = process_runs(events, config)
     lifecycles = task_lifecycles(events, runs)
     thread_states, client_states = state_intervals(events, runs)
