@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from toolkit.cache import ParseCache
 from toolkit.ingest import parse_bundle
 
@@ -83,3 +86,17 @@ def test_events_are_reused_only_while_every_file_is_unchanged(spark, tmp_path):
 def _table(spark, out, name, raw=False):
     rows = spark.read.parquet(str(out / f"{name}.parquet")).collect()
     return rows if raw else sorted(tuple(map(repr, r)) for r in rows)
+
+
+def test_a_pruned_derived_copy_is_a_miss_not_a_crash(tmp_path):
+    cache = ParseCache(tmp_path / "cache")
+    kept = cache.derived_dir(["k1", "k2"], "timeline")
+    out = {name: str(tmp_path / "out" / f"{name}.parquet") for name in ("locks", "wipes")}
+    for path in out.values():
+        Path(path).mkdir(parents=True)
+        (Path(path) / "part-0.parquet").write_bytes(b"PAR1")
+    cache.store_derived(kept, out)
+    assert cache.restore_derived(kept, out) and (Path(out["wipes"]) / "part-0.parquet").is_file()
+    shutil.rmtree(kept / "wipes.parquet")  # a disk cleaner took part of it
+    assert not cache.restore_derived(kept, out) and not kept.exists()
+    assert cache.derived_dir(["k2", "k1"], "timeline") == kept != cache.derived_dir(["k1", "k2"], "events")

@@ -138,9 +138,13 @@ class ParseCache:
         """Copy the kept tables to ``paths`` (name -> parquet path); False when nothing complete is kept."""
         if not (kept / "complete").is_file():
             return False
-        for name, path in paths.items():
-            shutil.rmtree(path, ignore_errors=True)
-            shutil.copytree(kept / f"{name}.parquet", path)
+        try:
+            for name, path in paths.items():
+                shutil.rmtree(path, ignore_errors=True)
+                shutil.copytree(kept / f"{name}.parquet", path)
+        except OSError:  # pruned by hand or by a disk cleaner: derive the tables again
+            shutil.rmtree(kept, ignore_errors=True)
+            return False
         return True
 
     @staticmethod
