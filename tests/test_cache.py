@@ -100,3 +100,15 @@ def test_a_pruned_derived_copy_is_a_miss_not_a_crash(tmp_path):
     shutil.rmtree(kept / "wipes.parquet")  # a disk cleaner took part of it
     assert not cache.restore_derived(kept, out) and not kept.exists()
     assert cache.derived_dir(["k2", "k1"], "timeline") == kept != cache.derived_dir(["k1", "k2"], "events")
+
+
+def test_code_digest_covers_the_code_wherever_the_checkout_lives(tmp_path):
+    """A checkout under a folder called "samples" must not drop every file from the digest."""
+    import toolkit
+    from toolkit.cache import code_files
+
+    copy = tmp_path / "samples" / "toolkit"
+    shutil.copytree(Path(toolkit.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    files = {str(p) for p in code_files(copy)}
+    assert {"pipeline.py", "timeline/build.py", "catalogue/layouts.toml", "catalogue/kafka_streams.toml"} <= files
+    assert not any(f.startswith("samples/") for f in files)

@@ -50,13 +50,19 @@ def _catalogue_digest(names: tuple[str, ...] = ("layouts.toml",)) -> str:
     return h.hexdigest()
 
 
+def code_files(root: Path) -> list[Path]:
+    """The package's code and data files under ``root``, relative and sorted (the sample generator is not used)."""
+    found = (p.relative_to(root) for p in root.rglob("*") if p.suffix in (".py", ".toml"))
+    return sorted(rel for rel in found if rel.parts[0] != "samples")
+
+
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
     """Digest of the toolkit's code and data files: derived tables are rebuilt after any change to either."""
     root = Path(__file__).resolve().parent
     h = hashlib.blake2b(digest_size=12)
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".toml") and "samples" not in p.parts):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel in code_files(root):
+        h.update(str(rel).encode() + b"\0" + (root / rel).read_bytes() + b"\0")
     return h.hexdigest()
 
 
