@@ -18,11 +18,11 @@ TEXT_LAYOUTS = [l for l in CAT.layouts if not l.json]
 def test_layout_samples_match_their_fields(layout):
     assert layout.samples, f"{layout.id} has no sample line"
     for sample in layout.samples:
-        m = layout.regex.match(sample["line"])
-        assert m, f"{layout.id} does not match its own sample {sample['line']!r}"
+        fields = layout.fields(sample["line"])
+        assert fields, f"{layout.id} does not match its own sample {sample['line']!r}"
         for name in ("ts", "level", "thread", "logger", "message"):
             if name in sample:
-                got = m.groupdict().get(name) or ""
+                got = fields[name]
                 got = got.strip() if name == "thread" else got
                 assert got == sample[name], (layout.id, name, got)
 
