@@ -267,8 +267,8 @@ def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
     sample = [_PASTE_RE.sub("", _ANSI_RE.sub("", ln)) for ln in lines if ln.strip()][: cat.sample_lines]
     if not sample:
         return Detection(None, (), 0.0, 0)
-    best: Detection | None = None
-    fallback: Detection | None = None
+    # (named layouts at the required share, the generic layout at it, anything that read a record start)
+    best: list[Detection | None] = [None, None, None]
     for chain in cat.chains:
         stripped = [_strip_chain(ln, chain, cat) for ln in sample] if chain else sample
         matched = [s for s in stripped if s is not None]
@@ -276,15 +276,15 @@ def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
             continue
         for layout in cat.layouts:
             hits = sum(1 for s in matched if _starts(s, layout))
-            share = hits / len(sample)
-            if share < cat.min_start_share:
+            if not hits:
                 continue
-            if layout.generic:
-                if fallback is None or hits > fallback.start_share * fallback.sampled + 1e-9:
-                    fallback = Detection(layout.id, chain, share, len(sample))
-            elif best is None or hits > best.start_share * best.sampled + 1e-9:
-                best = Detection(layout.id, chain, share, len(sample))
-    return best or fallback or Detection(None, (), 0.0, len(sample))
+            found = Detection(layout.id, chain, hits / len(sample), len(sample))
+            # A few record starts among stack traces still name the file's layout (lines are read one by one).
+            rank = 2 if found.start_share < cat.min_start_share else int(layout.generic)
+            current = best[rank]
+            if current is None or hits > current.start_share * current.sampled + 1e-9:
+                best[rank] = found
+    return next((d for d in best if d is not None), Detection(None, (), 0.0, len(sample)))
 
 
 def detect_file(path: Path, cat: Catalogue | None = None) -> Detection:
