@@ -97,6 +97,11 @@ _STRONG_START = (
 _WEAK_START = r"^Kafka version ?: "
 
 
+#: What a multi-line template reads: the body and, after it, the stack trace (an exception's multi-line
+#: message often opens the stack trace: "Error encountered sending record ... due to:\n<cause>\nWritten ...").
+_FULL_TEXT = "CASE WHEN stack IS NULL THEN _body ELSE concat(_body, '\\n', stack) END"
+
+
 def _sql_str(value: str) -> str:
     """A Spark SQL string literal (backslash escapes are processed by the SQL parser)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -169,7 +174,7 @@ def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFra
     matches = (
         f"i -> contains(message, get({literals}, i)) "
         f"AND (get({prefixes}, i) = '' OR contains(get({prefixes}, i), concat(',', _prefix_kind, ','))) "
-        f"AND regexp_like(CASE WHEN get({multiline}, i) THEN _body ELSE _first END, get({patterns}, i))"
+        f"AND regexp_like(CASE WHEN get({multiline}, i) THEN {_FULL_TEXT} ELSE _first END, get({patterns}, i))"
     )
     # templates are in priority order, so the lowest matching number wins
     tidx = F.expr(f"array_min(filter({candidates}, {matches}))")
@@ -281,7 +286,7 @@ def _extract(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
         f"get({_sql_array([t.event for t in templates])}, _tidx) AS event",
         f"get({_sql_const([list(t.also) for t in templates], 'array<array<string>>')}, _tidx) AS also_events",
         f"get({_sql_array([t.java_pattern for t in templates])}, _tidx) AS _pattern",
-        f"CASE WHEN get({_sql_const([t.multiline for t in templates], 'array<boolean>')}, _tidx) THEN _body"
+        f"CASE WHEN get({_sql_const([t.multiline for t in templates], 'array<boolean>')}, _tidx) THEN {_FULL_TEXT}"
         " ELSE _first END AS _text",
         f"get({_sql_array([t.java_item for t in templates])}, _tidx) AS _item",
         *[f"get({_sql_array([g.get(n, 0) for g in groups])}, _tidx) AS _gi_{n}" for n in names],

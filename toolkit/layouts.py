@@ -125,10 +125,27 @@ class Wrapper:
     description: str
     pattern: str
     sample: str = ""
+    #: a JSON wrapper (docker's json-file driver): the line is this key of the object, the stamp json_ts_key
+    json_key: str | None = None
+    json_ts_key: str | None = None
 
     @property
     def regex(self) -> re.Pattern[str]:
         return _compile(self.pattern)
+
+    def strip(self, line: str) -> str | None:
+        """The line without this wrapper, or None when the line does not carry it."""
+        if self.json_key is None:
+            m = self.regex.match(line)
+            return line[m.end():] if m else None
+        import json
+
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        inner = obj.get(self.json_key) if isinstance(obj, dict) else None
+        return inner.rstrip("\r\n") if isinstance(inner, str) else None
 
 
 @dataclass(frozen=True)
@@ -202,7 +219,8 @@ def load_layouts() -> Catalogue:
                 generic=bool(raw.get("generic", False)),
             )
         )
-    wrappers = {w["id"]: Wrapper(w["id"], w.get("description", ""), w["pattern"], w.get("sample", ""))
+    wrappers = {w["id"]: Wrapper(w["id"], w.get("description", ""), w["pattern"], w.get("sample", ""),
+                                 w.get("json_key"), w.get("json_ts_key"))
                 for w in data.get("wrapper", [])}
     det = data.get("detection", {})
     return Catalogue(
@@ -228,10 +246,10 @@ _PASTE_RE = re.compile(PASTE_MARKUP)
 
 def _strip_chain(line: str, chain: tuple[str, ...], cat: Catalogue) -> str | None:
     for wid in chain:
-        m = cat.wrappers[wid].regex.match(line)
-        if not m:
+        stripped = cat.wrappers[wid].strip(line)
+        if stripped is None:
             return None
-        line = line[m.end():]
+        line = stripped
     return line
 
 
@@ -401,6 +419,12 @@ def _strip_chain_col(text: Column, chain: tuple[str, ...], cat: Catalogue) -> tu
     wrap_ts: Column = F.lit(None).cast("string")
     for wid in chain:
         w = cat.wrappers[wid]
+        if w.json_key:  # one JSON object per line: the printed line is a field (escapes decoded)
+            inner = F.when(text.startswith("{"), F.get_json_object(text, f"$.{w.json_key}"))
+            if w.json_ts_key:
+                wrap_ts = F.when(inner.isNotNull(), F.get_json_object(text, f"$.{w.json_ts_key}"))
+            text = F.when(inner.isNotNull(), F.regexp_replace(inner, r"\r?\n$", "")).otherwise(text)
+            continue
         java = to_java_regex(w.pattern)
         groups = w.regex.groupindex
         if "wrap_host" in groups:
@@ -604,7 +628,9 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     lines = numbered.join(F.broadcast(files), "file_key")
     value = F.when(F.col("value").contains(FIELD_SEP), F.translate(F.col("value"), FIELD_SEP, " ")).otherwise(F.col("value"))
     value = F.when(value.contains("\u001b"), F.regexp_replace(value, ANSI_ESCAPE, "")).otherwise(value)
-    value = F.when(value.contains("{") | value.contains("`"), F.regexp_replace(value, PASTE_MARKUP, "")).otherwise(value)
+    pasted = (value.contains("{quote}") | value.contains("{code") | value.contains("{noformat}")
+              | value.startswith("`") | value.endswith("`"))
+    value = F.when(pasted, F.regexp_replace(value, PASTE_MARKUP, "")).otherwise(value)
     # JIRA escapes markup characters of pasted text: PARTITIONS\_ASSIGNED, \*bold\*.
     value = F.when(value.contains("\\_") | value.contains("\\*"),
                    F.regexp_replace(F.regexp_replace(value, r"\\\*", ""), r"\\_", "_")).otherwise(value)
