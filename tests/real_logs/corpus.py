@@ -286,14 +286,13 @@ def misses_table(results: list[FileResult], limit_per_file: int = 12) -> str:
     return "\n".join(out)
 
 
-def coverage_rows(results: list[FileResult]) -> list[tuple[str, str, Totals]]:
-    """Totals per (product, layout family + wrappers)."""
-    groups: dict[tuple[str, str], Totals] = {}
+def coverage_rows(results: list[FileResult]) -> list[tuple[str, str, str, Totals]]:
+    """Totals per (product, layout the toolkit read the file with, wrappers the manifest names)."""
+    groups: dict[tuple[str, str, str], Totals] = {}
     for r in results:
-        wrappers = "+".join(r.file.wrappers)
-        key = (r.file.product, r.file.layout_family + (f" [{wrappers}]" if wrappers else ""))
+        key = (r.file.product, r.detected_layout or "none", ", ".join(r.file.wrappers) or "-")
         groups.setdefault(key, Totals()).add(r)
-    return [(p, l, t) for (p, l), t in sorted(groups.items())]
+    return [(p, l, w, t) for (p, l, w), t in sorted(groups.items())]
 
 
 def event_label_counts(results: list[FileResult]) -> Counter:

@@ -34,13 +34,13 @@ def markdown(results) -> str:
     """The coverage table, the totals and what is still not read, as Markdown."""
     t = totals(results)
     out = [
-        "| product | layout [wrappers] | files | lines | timestamped lines read | events matched |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| product | read as (layout) | wrappers | files | lines | timestamped lines read | events matched |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for product, layout, g in coverage_rows(results):
-        out.append(f"| {product} | {layout.replace('|', '/')} | {g.files} | {g.lines} | "
+    for product, layout, wrappers, g in coverage_rows(results):
+        out.append(f"| {product} | `{layout}` | {wrappers} | {g.files} | {g.lines} | "
                    f"{g.ts_read}/{g.ts_lines} | {g.events_matched}/{g.event_lines} |")
-    out.append(f"| **all** | | **{t.files}** | **{t.lines}** | **{t.ts_read}/{t.ts_lines} "
+    out.append(f"| **all** | | | **{t.files}** | **{t.lines}** | **{t.ts_read}/{t.ts_lines} "
                f"({_pct(t.ts_read, t.ts_lines)})** | **{t.events_matched}/{t.event_lines} "
                f"({_pct(t.events_matched, t.event_lines)})** |")
     out.append("")
@@ -49,11 +49,17 @@ def markdown(results) -> str:
                f"{t.files}.")
     missed = event_label_counts(results)
     unread = [r for r in results if r.ts_read < r.ts_lines]
+    out.append("`read as` is the layout detected for the file; lines it does not fit are read one by one by "
+               "`generic`. The manifests (`tests/real_logs/*/manifest.toml`) name each file's own layout.")
     out.append("")
     out.append("Still not read:")
     out.append("")
     if not missed and not unread:
-        out.append("- nothing: every timestamp and every labelled event of the corpus is read.")
+        out.append("- every timestamp and every labelled event of the corpus is read.")
+    for r in results:
+        if r.unknown_layout:
+            out.append(f"- `{r.file.group}/{r.file.id}` ({r.file.layout_family}): no line reads as a record "
+                       f"start; every line is kept as `unparsed`.")
     for r in unread:
         out.append(f"- `{r.file.group}/{r.file.id}`: {r.ts_lines - r.ts_read} timestamped lines not read to the "
                    f"exact instant.")
