@@ -215,9 +215,10 @@ def _simple_class(logger: str) -> str:
 
 #: Logger class endings always tried: consumer/config classes were split and renamed across client versions.
 ALWAYS_TRY_CLASS_SUFFIXES = ("Config", "Consumer", "Coordinator")
-#: Kafka's and NiFi's packages however a layout abbreviates them: ``org.apache.kafka.``, ``o.a.k.``,
-#: Quarkus' ``org.apa.kaf.``, logback's ``o.a.kafka.``, ``o.a.n.`` ...
-_APACHE_PACKAGE = r"^o(?:r|rg)?\.a[a-z]{0,5}\."
+#: Kafka Streams' package however a layout abbreviates it (``org.apache.kafka.streams.``, ``o.a.k.s.``,
+#: Quarkus' ``org.apa.kaf.str.``, logback's ``o.a.kafka.streams.``): always tried, its internals change
+#: class names across versions. Other packages are judged by their class name, which abbreviation keeps.
+_STREAMS_PACKAGE = r"^o[a-z]*\.a[a-z]*\.k[a-z]*\.s[a-z]*\."
 #: A logger printed whole: a dotted name, or a capitalised class name alone (``%c{1}``, ``%logger{0}``).
 _CLEAN_LOGGER = r"^(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*$"
 
@@ -227,7 +228,7 @@ def _worth_trying(templates: Sequence[Template]) -> Column:
 
     A record is skipped only when the gate can tell cheaply that no template is printed under its
     logger: the logger is printed whole (a dotted name or a capitalised class name), outside
-    Apache's packages however abbreviated, and its class is neither a template's class nor a name
+    Kafka Streams' package however abbreviated, and its class is neither a template's class nor a name
     that class is printed under (``loggers.toml``); and the record is below WARN and carries none
     of the literals of templates not tied to a logger (exception texts are logged by whoever caught
     them). A missing logger, or one cut by a width pattern (``reamThread``, ``...Thread``), goes
@@ -240,7 +241,7 @@ def _worth_trying(templates: Sequence[Template]) -> Column:
     logger, cls = F.col("logger"), _logger_class(F.col("logger"))
     gate = (logger.isNull() | (logger == "") | F.col("level").isNull() | F.col("level").isin(*ALWAYS_TRY_LEVELS)
             | cls.isin(*sorted(classes)))
-    gate = gate | (logger.startswith("o") & logger.rlike(_APACHE_PACKAGE))
+    gate = gate | (logger.startswith("o") & logger.rlike(_STREAMS_PACKAGE))
     for suffix in ALWAYS_TRY_CLASS_SUFFIXES:
         gate = gate | cls.endswith(suffix)
     gate = gate | ~logger.rlike(_CLEAN_LOGGER) | cls.isin(*logger_wrappers())

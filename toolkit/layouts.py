@@ -2,10 +2,12 @@
 
 Per file, the layout (and any wrapper such as ``docker logs -t`` or ``kubectl --prefix``) is
 detected from a sample of its first lines, most specific layout first. Every line of the file is
-then parsed with Spark-native functions: one regular expression per line rewrites a record's first
-line into its fields, continuation lines (stack traces, config dumps, multi-line messages) are
-folded into the record above them, and every physical line ends up in exactly one record. A file
-whose layout is unknown keeps each line as a record with ``layout = 'unparsed'``.
+then read on its own with Spark-native functions: the file's layout rewrites a record's first line
+into its fields with one regular expression; a line it does not fit but whose head carries a
+timestamp (or opens with a level, or is the JVM's uncaught-exception line) is a record start read by
+the generic layout; anything else is a continuation line (stack traces, config dumps, multi-line
+messages) folded into the record above it. Every physical line ends up in exactly one record; lines
+no record claims are kept as records with ``layout = 'unparsed'``.
 
 Line numbers are computed without sorting all lines: Spark reads each file split in order, so a
 line's number is the count of lines in earlier splits plus its position inside its own split.
@@ -278,8 +280,10 @@ def _starts(line: str, layout: Layout) -> bool:
 def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
     """Choose the layout and wrapper chain that recognise the most record starts in ``lines``.
 
-    When no named layout recognises enough of them but the generic layout finds timestamped
-    record starts, the file is read with the generic layout alone.
+    Named layouts that start at least ``min_start_share`` of the lines come first, then the generic
+    layout at that share, then whichever layout found any record start at all (a few records among
+    stack traces). Lines are read one by one anyway; the choice only decides which layout's field
+    split is tried first.
     """
     cat = cat or load_layouts()
     sample = [_PASTE_RE.sub("", _ANSI_RE.sub("", ln)) for ln in lines if ln.strip()][: cat.sample_lines]
@@ -585,7 +589,6 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
         keys = layout.json_keys.get(kind, ())
         return F.coalesce(*[F.col("_json").getItem(k) for k in keys]) if keys else F.lit(None).cast("string")
 
-    named: dict[str, Column] = {}
     for i, name in enumerate(FIELDS):
         branches = {l.id: F.nullif(F.col("_parts").getItem(i), F.lit("")) for l in regex_layouts}
         branches.update({l.id: json_field(l, name) for l in json_layouts})
@@ -593,8 +596,8 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
             branches.update({l.id: F.when(F.col("_msg_start"), text) for l in message_only})
         lines = lines.withColumn(f"_n_{name}", _case(layout_id, branches, F.lit(None).cast("string")))
     named = _case(layout_id, {**{l.id: F.col("_parts").isNotNull() for l in regex_layouts},
-                                    **{l.id: F.col("_n_message").isNotNull() for l in json_layouts},
-                                    **{l.id: F.col("_msg_start") for l in message_only}}, F.lit(False))
+                              **{l.id: F.col("_n_message").isNotNull() for l in json_layouts},
+                              **{l.id: F.col("_msg_start") for l in message_only}}, F.lit(False))
     lines = lines.withColumn("_named_start", named)
     lines = _generic_columns(lines, generic, ~F.col("_named_start"))
     # The JVM's default handler prints an uncaught exception with no layout at all: a record of its own.
