@@ -201,6 +201,9 @@ LOGGER_SUBCLASSES: dict[str, tuple[str, ...]] = {
     "AssignedTasks": ("AssignedStreamsTasks", "AssignedStandbyTasks"),
     "AbstractCoordinator": ("ConsumerCoordinator",),
     "AbstractTask": ("StreamTask", "StandbyTask"),
+    # NiFi component loggers carry the processor's class; List processors inherit these texts.
+    "AbstractListProcessor": ("ListFile", "ListSFTP", "ListFTP", "ListSmb", "ListBoxFile", "ListDropbox",
+                              "ListGoogleDrive", "ListAzureBlobStorage_v12", "ListAzureDataLakeStorage"),
 }
 #: Logger packages always tried: Kafka Streams itself (its internals change class names across versions).
 ALWAYS_TRY_PACKAGES = ("org.apache.kafka.streams.", "o.a.k.s.", "o.a.k.streams.", "o.a.kafka.streams.")

@@ -127,10 +127,11 @@ NIFI_CHECKPOINTS = _s(
     ("host", StringType), ("run_id", StringType), ("repository", StringType), ("ts", TimestampType),
     # checkpoint_started | checkpointed | checkpoint_failed | recovery_started | snapshot_missing |
     # snapshot_recovered | journal_recovered | journal_truncated | journal_nul_bytes | journal_poisoned |
-    # snapshot_empty | recovered | restored | orphaned | initialized | snapshot | snapshot_partial | journal
+    # snapshot_empty | recovered | restored | orphaned | initialized | wal_checkpointed (the FlowFile repository's
+    # write-ahead-log line next to its own 'checkpointed' line) | snapshot | snapshot_partial | journal (capture)
     ("kind", StringType), ("records", LongType), ("swap_files", LongType), ("duration_ms", LongType),
     ("max_transaction_id", LongType), ("origin", StringType), ("event", StringType), ("thread", StringType),
-    ("file_mtime", TimestampType), ("capture_time", TimestampType), ("complete", BooleanType),
+    ("path", StringType), ("file_mtime", TimestampType), ("capture_time", TimestampType), ("complete", BooleanType),
     ("problem", StringType), *EVIDENCE,
 )
 
@@ -139,8 +140,8 @@ NIFI_CHECKPOINTS = _s(
 NIFI_STATE_CHANGES = _s(
     ("host", StringType), ("run_id", StringType), ("component_type", StringType), ("component_id", StringType),
     ("ts", TimestampType),
-    # updated | cleared | regressed | deleted | not_carried_over | reset_detected | save_failed | read_failed |
-    # listed | clear_failed
+    # capture: first_seen | updated | cleared | regressed (listing.timestamp went back) | deleted |
+    # not_carried_over; logs: reset_detected | save_failed | read_failed | listed | clear_failed
     ("kind", StringType), ("origin", StringType), ("state_version", LongType),
     ("entries_before", IntegerType), ("entries_after", IntegerType),
     # AbstractListProcessor's ``listing.timestamp`` before and after (epoch millis as time): the re-listing window
