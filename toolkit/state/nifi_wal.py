@@ -226,7 +226,7 @@ def _length_delimited_transactions(reader: _Reader, out: _Decoded) -> None:
         length = reader.i32("transaction length")
         body = _Reader(reader.data, reader.pos, reader.pos + length) if 0 <= length <= reader.left() else None
         if body is None:
-            raise _Damaged(f"transaction {transaction_id} declares {length} bytes, {reader.left()} left")
+            raise _Damaged(f"truncated: transaction {transaction_id} declares {length} bytes, {reader.left()} left")
         pending = []
         while body.left():
             record = _state_record(body)
@@ -322,9 +322,17 @@ def read_tree(snap: Snapshot, host: str | None, source: str) -> tuple[list[dict]
     problems: list[tuple[str, str]] = [(f"{source}:{rel}" if rel else source, reason) for rel, reason in snap.problems]
     decoded: dict[str, _Decoded] = {}
     by_rel: dict[str, dict[str, Any]] = {}
+    # A damaged file (empty, cut inside its header) names no serde: it belongs to the repository of its folder.
+    folder_repository: dict[str, str] = {}
+    for rel, outline in snap.wal_outlines.items():
+        known = _repository(rel, outline, snap.root_name) if outline.get("serde") else None
+        if known:
+            folder_repository.setdefault(_wal_dir(rel), known)
     for entry in snap.entries:
         outline = snap.wal_outlines.get(entry.rel)
-        repository = _repository(entry.rel, outline, snap.root_name)
+        repository = (_repository(entry.rel, outline, snap.root_name) if (outline or {}).get("serde") else None)
+        repository = (repository or folder_repository.get(_wal_dir(entry.rel))
+                      or folder_repository.get(entry.rel or ".") or _repository(entry.rel, outline, snap.root_name))
         if repository is None:
             continue
         outline = outline or {}
