@@ -188,10 +188,28 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
     return _conform(changes, "nifi_state_changes").unionByName(_conform(lost, "nifi_state_changes"))
 
 
+#: Event columns the NiFi tables read (typed as in ``toolkit.events``); absent ones are taken as null.
+_EVENT_COLUMNS = {
+    "host": "string", "run_id": "string", "ts": "timestamp", "event": "string", "product": "string",
+    "thread": "string", "path": "string", "message": "string", "stack": "string", "records": "bigint",
+    "count": "bigint", "offset": "bigint", "detail": "string", "duration_ms": "bigint", "source": "string",
+    "line_no": "bigint", "component_type": "string", "component_id": "string",
+}
+
+
+def _with_event_columns(events: DataFrame) -> DataFrame:
+    """Events as the NiFi tables need them: a hand-built or partial events frame gets null columns."""
+    missing = [name for name in _EVENT_COLUMNS if name not in events.columns]
+    for name in missing:
+        events = events.withColumn(name, F.lit(None).cast(_EVENT_COLUMNS[name]))
+    return events
+
+
 def nifi_tables(events: DataFrame, state, runs: DataFrame | None = None) -> dict[str, DataFrame]:
     """Both NiFi tables from classified events and the state facts (``StateFacts``); ``runs`` is unused for now."""
     files = getattr(state, "nifi_repository_files", None)
     local_state = getattr(state, "nifi_local_state", None)
+    events = _with_event_columns(events)
     checkpoints = checkpoint_rows_from_logs(events)
     changes = state_rows_from_logs(events)
     if files is not None:
