@@ -271,7 +271,7 @@ def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: 
         return
     if kind == "nifi_wal_file":
         try:
-            snap = _nifi_wal.lone_file_snapshot(path, item.source)
+            snap = _nifi_wal.lone_file_snapshot(path)
         except OSError as exc:
             out.problems.append((item.source, f"cannot read NiFi write-ahead-log file: {exc}"))
             return

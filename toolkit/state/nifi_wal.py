@@ -446,7 +446,7 @@ def is_nifi_wal_file(path: Path) -> bool:
     return head[2:2 + length].decode("latin-1") in capture.WAL_CLASSES
 
 
-def lone_file_snapshot(path: Path, source_name: str) -> Snapshot:
+def lone_file_snapshot(path: Path) -> Snapshot:
     """A single WAL file as a one-entry tree (its folder's name tells the repository when the header does not)."""
     st = os.stat(path)
     name = path.name
