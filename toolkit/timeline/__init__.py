@@ -126,7 +126,7 @@ class Timeline:
             return df.drop("_skew_ms")
 
         # Capture files carry the host's clock; DynamoDB and CloudTrail times are AWS's own.
-        host_clock_state = {"state_files", "checkpoints"}
+        host_clock_state = {"state_files", "checkpoints", "nifi_repository_files", "nifi_local_state"}
         corrected = self._filtered(shift, lambda name, df: shift(df) if name in host_clock_state else df)
         corrected.notes = [*self.notes, f"times corrected for clock skew ({min_confidence} confidence or better)"]
         return corrected
