@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import re
 import socket
+import tempfile
+from pathlib import Path
 from typing import Mapping
 
 from pyspark.sql import SparkSession
@@ -32,6 +34,41 @@ _BASE_CONF: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
+
+#: The log4j2 configuration the embedded driver starts with: Spark's own logging goes to a file.
+LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2-quiet.properties"
+#: Where Spark's log goes when the caller names no file (``stream-incident`` commands name one in ``--out``).
+LOG_FILE_ENV = "STREAM_INCIDENT_LOG_FILE"
+#: Set (to anything but ``0``) to also show Spark's warnings on the console (``--verbose``).
+VERBOSE_ENV = "STREAM_INCIDENT_VERBOSE"
+
+
+def verbose() -> bool:
+    """True when the user asked to see the engine's own log on the console."""
+    return os.environ.get(VERBOSE_ENV, "0") not in ("", "0")
+
+
+def _java_options(log_file: Path) -> str:
+    """Driver JVM options: UTC, and log4j2 writing to ``log_file`` (console only when verbose)."""
+    def quoted(value: str) -> str:
+        # Spark splits these options on blanks but keeps double-quoted words together.
+        return f'"{value}"' if any(c.isspace() for c in value) else value
+
+    return " ".join([
+        "-Duser.timezone=UTC",
+        quoted(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
+        quoted(f"-Dstream_incident.log_file={log_file}"),
+        f"-Dstream_incident.console_level={'warn' if verbose() else 'off'}",
+    ])
+
+
+def default_log_file() -> Path:
+    """``$STREAM_INCIDENT_LOG_FILE``, else a per-user file in the temp directory."""
+    named = os.environ.get(LOG_FILE_ENV)
+    if named:
+        return Path(named)
+    return Path(tempfile.gettempdir()) / f"stream-incident-spark-{os.getuid() if hasattr(os, 'getuid') else 'user'}.log"
+
 
 # Settings a Connect client may change at runtime (static ones belong to the server).
 _RUNTIME_CONF = ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
@@ -94,13 +131,19 @@ def get_spark(
     *,
     app_name: str = "stream-incident",
     conf: Mapping[str, str] | None = None,
+    log_file: str | os.PathLike | None = None,
 ) -> SparkSession:
     """Create (or reuse) the session for this process.
 
     ``conf`` adds or overrides Spark settings (e.g. ``{"spark.driver.memory": "8g"}``).
+    ``log_file`` receives the driver's own log (Spark and Hadoop warnings, shutdown messages) so
+    the console shows only the toolkit's output; it applies when this call starts the driver JVM.
     """
     kind, url = resolve_target(master, remote)
-    settings = {**_BASE_CONF, **(conf or {})}
+    target = Path(log_file) if log_file else default_log_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    java = _java_options(target.resolve())
+    settings = {**_BASE_CONF, "spark.driver.extraJavaOptions": java, **(conf or {})}
     _check_reachable(kind, url)
     try:
         if kind == "remote":
