@@ -52,7 +52,7 @@ def lab(tmp_path_factory, analysis_of):
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
              "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", f"--ServerApp.root_dir={root}",
-             "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+             "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None", "--LabApp.check_for_updates_class="
              "jupyterlab.NeverCheckForUpdate", "--ServerApp.allow_root=True"],
             stdout=log, stderr=subprocess.STDOUT, env={**os.environ}, cwd=str(root))
         try:

@@ -9,8 +9,10 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pandas as pd
@@ -132,13 +134,29 @@ def test_strip_external_resources_removes_cdn_references():
 
 @pytest.fixture(scope="module")
 def eos_report(tmp_path_factory):
+    """The README's report command on the EOS sample, run as a user runs it; its console kept."""
     if not PIPELINE_READY:
         pytest.skip("toolkit.pipeline / toolkit.detectors not available yet")
     out = tmp_path_factory.mktemp("eos-report")
-    messages: list[str] = []
-    files = report.make_report(EOS, out, timezone="UTC", progress=messages.append)
-    assert messages, "make_report reports progress"
-    return files
+    run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(EOS), "--out", str(out)],
+                         capture_output=True, text=True, cwd=str(REPO), timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return SimpleNamespace(html=out / "report.html", notebook=out / "report.ipynb", findings=out / "findings.json",
+                           console=run.stdout + run.stderr)
+
+
+def test_report_command_console_is_quiet(eos_report):
+    """Only the toolkit's own lines: one per stage with its elapsed time, then the files written."""
+    console = eos_report.console
+    assert "WARN" not in console and "Exception" not in console and "\tat " not in console, console[-2000:]
+    assert "without encryption" not in console and "KeyboardInterrupt" not in console
+    lines = [line for line in console.splitlines() if line.strip()]
+    stages = [line for line in lines if re.match(r"^\[\s*\d+\.\ds\] ", line)]
+    assert len(stages) >= 6 and any("analysis done:" in line and "lines" in line for line in stages)
+    others = [line for line in lines if line not in stages]
+    assert others and others[0].startswith("Wrote ") and all(o.startswith(("Wrote ", "      ")) for o in others), others
+    logs = eos_report.html.parent / "logs"
+    assert (logs / "spark.log").stat().st_size > 0 and (logs / "kernel.log").exists()
 
 
 def test_eos_report_files_and_ranked_findings(eos_report):

@@ -113,7 +113,7 @@ def test_offset_chart_shows_checkpoint_restore_and_replayed_range_per_task():
     data = {name: rows for name, rows in spec["datasets"].items()}
     gaps = [rows for rows in data.values() if rows and "why" in rows[0]]
     assert gaps and gaps[0][0]["low"] == 1203321 and gaps[0][0]["high"] == 1285054
-    assert gaps[0][0]["why"] == "replayed on top of the checkpointed store"
+    assert gaps[0][0]["why"].startswith("replayed on top of the store checkpointed at 2026-03-07 09:00:06")
     svg = viz.to_svg(chart)
     assert "0_0 @ h · c-0" in svg and "restore 10:08:31" in svg and "checkpoint" in svg
 

@@ -11,12 +11,14 @@ Toolkit code only uses the DataFrame API, so the same code runs on all three.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
+import sys
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -60,6 +62,30 @@ def _java_options(log_file: Path) -> str:
         quoted(f"-Dstream_incident.log_file={log_file}"),
         f"-Dstream_incident.console_level={'warn' if verbose() else 'off'}",
     ])
+
+
+@contextlib.contextmanager
+def _jvm_console_to(log_file: Path | None) -> Iterator[None]:
+    """While the driver JVM is launched, point this process's stderr at ``log_file``: the JVM keeps
+    that descriptor, so its own console notices (JDK warnings, messages at shutdown) land in the
+    log instead of the terminal. Python's stderr is restored at once."""
+    if log_file is None:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (some embedded interpreters)
+        yield
+        return
+    sink = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(sink, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(sink)
 
 
 def default_log_file() -> Path:
@@ -158,7 +184,8 @@ def get_spark(
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        with _jvm_console_to(None if verbose() else target):
+            return builder.getOrCreate()
     except Exception as exc:  # py4j/grpc errors are long; callers want one sentence
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkUnavailable(f"cannot start a Spark session on {url}: {first[:300]}") from exc

@@ -36,7 +36,7 @@ DEFAULT_LIMIT = 2000
 #: Evidence text is cut to this many characters in tooltips and tables.
 EVIDENCE_CHARS = 220
 
-CHART_WIDTH = 900
+CHART_WIDTH = 760
 
 TimeWindow = tuple[datetime | str | None, datetime | str | None] | None
 
@@ -609,7 +609,9 @@ def bounded(frame: pd.DataFrame, lane_cols: Sequence[str], time_col: str, max_ro
 
 
 def _short_thread(thread: pd.Series) -> pd.Series:
-    return thread.astype(str).str.replace(r"^.*-(?=StreamThread|StateUpdater|GlobalStreamThread)", "", regex=True)
+    """``StreamThread-1`` for a stream thread; ``client`` for a Streams client named by its process UUID."""
+    short = thread.astype(str).str.replace(r"^.*-(?=StreamThread|StateUpdater|GlobalStreamThread)", "", regex=True)
+    return short.str.replace(r"^.*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", "client", regex=True)
 
 
 @_paneled
@@ -636,7 +638,7 @@ def swimlane_chart(states: pd.DataFrame, generations: pd.DataFrame | None = None
             ends["label"] = ends["host"].astype(str) + " " + ends["kind"]
             ends["evidence"] = ends.get("end_evidence_line", ends.get("evidence", "")).fillna("").astype(str)
     y_lanes = (["process ends"] if not ends.empty else []) + lanes
-    lane_y = alt.Y("lane:N", title=None, sort=y_lanes, scale=alt.Scale(domain=y_lanes), axis=_lane_axis(320))
+    lane_y = alt.Y("lane:N", title=None, sort=y_lanes, scale=alt.Scale(domain=y_lanes), axis=_lane_axis(220))
     hosts = sorted(set(st["host"].astype(str)) | (set(ends["host"].astype(str)) if not ends.empty else set())) \
         if not st.empty or not ends.empty else []
     if generations is not None and not generations.empty:
@@ -723,7 +725,7 @@ def task_lane_chart(events: pd.DataFrame, findings: pd.DataFrame | None = None, 
         ev["role"] = None
     lanes = sorted(ev["lane"].astype(str).unique())
     hosts = sorted(ev["host"].dropna().astype(str).unique()) if "host" in ev else []
-    y = alt.Y("lane:N", title=None, sort=lanes, scale=alt.Scale(domain=lanes), axis=_lane_axis(260))
+    y = alt.Y("lane:N", title=None, sort=lanes, scale=alt.Scale(domain=lanes), axis=_lane_axis(200))
     domain = list(CATEGORY_COLOURS)
     colour = alt.Color("category:N", title="what", scale=alt.Scale(domain=domain, range=list(CATEGORY_COLOURS.values())))
     tip = ["lane:N", "category:N", "label:N", "role:N", alt.Tooltip("start_text:N", title="at"), "evidence:N"]
@@ -762,45 +764,54 @@ def task_lane_chart(events: pd.DataFrame, findings: pd.DataFrame | None = None, 
                 x=_x("ts", tz, focus=focus), y=y,
                 tooltip=["detector:N", "title:N", "confidence:N", alt.Tooltip("ts_text:N", title="at"),
                          "evidence:N"]), hosts))
-    chart = alt.layer(*layers).properties(width=_PANEL.width, height=max(80, 50 * len(lanes)), title=title)
+    chart = alt.layer(*layers).properties(width=_PANEL.width, height=max(80, LANE_HEIGHT * len(lanes)), title=title)
     _HOSTS_OF[id(chart)] = list(hosts)
     return _interactive(chart, hosts) if interactive else chart
 
 
 #: Text rows per lane for point labels (pixels from the lane's centre); labels that fit in none of
 #: them are left to the tooltip.
-LABEL_LEVELS = (-12, 13)
+LABEL_LEVELS = (-11, 13, -23)
+#: Pixels per task lane (room for the three label rows).
+LANE_HEIGHT = 56
 _CHAR_PX = 5.4  # average width of a 9px label character
+#: Which labels get a place first when they compete for room (lower first); the rest keep time order.
+LABEL_PRIORITY = {"crash": 0, "wipe": 0, "lock-failed": 1, "checkpoint": 2, "process": 3}
 
 
 def _stagger_labels(points: pd.DataFrame, max_labels: int = 80, focus: Focus = None, tz: str = "UTC",
                     levels: Sequence[int] = LABEL_LEVELS) -> pd.DataFrame:
-    """Place point labels on a few text rows per lane so neighbours in time do not overprint."""
+    """Place point labels on a few text rows per lane so no two overprint; crashes, wipes, failed locks
+    and checkpoint writes are placed first, and a label that finds no room is left to the tooltip."""
     if points.empty:
         return points.assign(label_dy=pd.Series(dtype="float64"), short=pd.Series(dtype="object"),
                              label_align=pd.Series(dtype="object"))
     pts = points.sort_values("start").copy()
     # Keep labels short: the changelog and the evidence line are in the tooltip.
     pts["short"] = pts["label"].astype(str).str.replace(r"^(checkpoint \w+ -?\d+).*$", r"\1", regex=True).str[:40]
+    written = pts["short"].str.startswith("checkpoint written")
+    rank = pts.get("category", pd.Series("", index=pts.index)).map(LABEL_PRIORITY).fillna(5)
+    pts["_rank"] = rank.where(~written, 1.5)
     times = pts["start"].astype("int64")
     per_px = _ns_per_px(pts["start"], focus, tz)
-    right_edge = times.min() + _PANEL.width * per_px if _wall_focus(focus, tz) is None else \
-        _wall_focus(focus, tz)[1].value
+    wall = _wall_focus(focus, tz)
+    right_edge = times.min() + _PANEL.width * per_px if wall is None else wall[1].value
     kept, dys, aligns = [], [], []
     for _lane, grp in pts.groupby("lane", sort=False):
-        free_from = [float("-inf")] * len(levels)
-        for idx, t, text in zip(grp.index, times[grp.index], grp["short"]):
+        taken: list[list[tuple[float, float]]] = [[] for _ in levels]
+        for idx in grp.sort_values(["_rank", "start"]).index:
+            t, text = times[idx], grp.at[idx, "short"]
             width = (len(text) * _CHAR_PX + 14) * per_px
             # Near the right edge the label goes to the left of its mark, so it stays inside the plot.
             left, align = (t, "left") if t + width <= right_edge else (t - width, "right")
-            for level, start_free in enumerate(free_from):
-                if left >= start_free:
-                    free_from[level] = left + width
+            for level, spans in enumerate(taken):
+                if all(left + width <= a or left >= b for a, b in spans):
+                    spans.append((left, left + width))
                     kept.append(idx)
                     dys.append(levels[level])
                     aligns.append(align)
                     break
-    out = pts.loc[kept].assign(label_dy=dys, label_align=aligns)
+    out = pts.loc[kept].assign(label_dy=dys, label_align=aligns).drop(columns="_rank")
     return out.head(max_labels)
 
 
@@ -838,14 +849,17 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
         if before.empty:
             continue
         ck = before.sort_values("ts").iloc[-1]
-        if ck["offset"] != r["low"]:
+        # Restoration resumes at the record after the checkpointed offset (or at it): no gap.
+        if not 0 <= r["low"] - ck["offset"] <= 1:
             low, high = sorted([ck["offset"], r["low"]])
-            why = "between the checkpoint and the restore start: never restored"
+            why, kind = "between the checkpoint and the restore start: never restored", "never restored"
         elif r["high"] != r["low"]:
-            low, high, why = r["low"], r["high"], "replayed on top of the checkpointed store"
+            low, high = r["low"], r["high"]
+            why = f"replayed on top of the store checkpointed at {str(ck['ts_text'])[:19]} (offset {int(ck['offset']):,})"
+            kind = "replayed on the checkpointed store"
         else:
             continue
-        gaps.append({"series": r["series"], "host": r["host"], "low": low, "high": high, "row": r["row"],
+        gaps.append({"series": r["series"], "host": r["host"], "low": low, "high": high, "row": r["row"], "kind": kind,
                      "why": why, "records": int(abs(high - low)), "evidence": ck["evidence"],
                      "restore_evidence": r["evidence"]})
     points = off[off["kind"].str.startswith("checkpoint")].copy()
@@ -864,7 +878,9 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
               axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True))
     layers = []
     if gaps:
-        layers.append(_by_host(alt.Chart(pd.DataFrame(gaps)).mark_bar(height=5, yOffset=6, color="#d62728").encode(
+        layers.append(_by_host(alt.Chart(pd.DataFrame(gaps)).mark_bar(height=5, yOffset=6).encode(
+            color=alt.Color("kind:N", title="range", scale=alt.Scale(
+                domain=["never restored", "replayed on the checkpointed store"], range=["#d62728", "#ff7f0e"])),
             x=alt.X("low:Q", title="changelog offset"), x2="high:Q", y=y,
             tooltip=["series:N", "why:N", alt.Tooltip("low:Q", format=","), alt.Tooltip("high:Q", format=","),
                      alt.Tooltip("records:Q", format=","), alt.Tooltip("evidence:N", title="checkpoint evidence"),

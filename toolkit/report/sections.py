@@ -255,7 +255,8 @@ def show_findings(inv: Investigation) -> None:
         hosts = f.hosts or inv.hosts
         if not tasks:
             continue
-        focus = viz.finding_window(f) if inv.params.time_window is None and inv.params.view == "incident" else None
+        focus = (viz.incident_window([f], viz.process_run_frame(inv.timeline, hosts=hosts))
+                 if inv.params.time_window is None and inv.params.view == "incident" else None)
         with section(f"the task chart of finding {rank}", display):
             frame = viz.task_event_frame(inv.timeline, tasks=tasks, hosts=hosts, window=inv.window)
             if not frame.empty:
