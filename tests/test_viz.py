@@ -220,3 +220,16 @@ def test_explorer_redraws_without_a_widget_frontend(tiny_timeline, tmp_path):
     table = explorer.evidence(hosts=["orders-agg-0"])
     assert list(table.columns[:2]) == ["where", "ts"]
     assert explorer.widget() is not None
+
+
+def test_charts_without_their_controls_reference_no_control(tiny_timeline):
+    """Charts built for another layout (the Explorer's, with widgets) declare and use no select box."""
+    import json
+
+    frame = viz.task_event_frame(tiny_timeline)
+    two_hosts = pd.concat([frame, frame.assign(host="orders-agg-1", lane="0_0 @ orders-agg-1")], ignore_index=True)
+    quiet = json.dumps(viz.task_lane_chart(two_hosts, interactive=False).to_dict())
+    assert viz.HOST_FILTER not in quiet
+    live = json.dumps(viz.task_lane_chart(two_hosts).to_dict())
+    assert live.count(viz.HOST_FILTER) >= 2  # declared once, used by the layers
+    assert viz.to_svg(viz.task_lane_chart(two_hosts, interactive=False)).startswith("<svg")

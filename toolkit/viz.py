@@ -507,6 +507,8 @@ class _Panel:
     width: int = CHART_WIDTH
     y_axis: bool = True
     index: int = 0
+    #: Layers filter on the host select box only when the chart will declare it (interactive charts).
+    host_filter: bool = True
 
 
 _PANEL = _Panel()
@@ -541,16 +543,20 @@ def _paneled(build: Callable) -> Callable:
     def chart(*args, focus=None, interactive: bool = True, title: str | None = None, **kwargs):
         ranges = _ranges(focus)
         named = {"title": title} if title is not None else {}
+        global _PANEL
         if len(ranges) == 1:
-            single = build(*args, focus=ranges[0], interactive=interactive, **named, **kwargs)
+            saved, _PANEL = _PANEL, _Panel(host_filter=interactive)
+            try:
+                single = build(*args, focus=ranges[0], interactive=interactive, **named, **kwargs)
+            finally:
+                _PANEL = saved
             _HOSTS_OF.pop(id(single), None)
             return single
         gap = 12
         panels, hosts = [], set()
         for i, r in enumerate(ranges):
-            global _PANEL
             saved, _PANEL = _PANEL, _Panel(width=max(160, (CHART_WIDTH - gap * (len(ranges) - 1)) // len(ranges)),
-                                           y_axis=(i == 0), index=i)
+                                           y_axis=(i == 0), index=i, host_filter=interactive)
             try:
                 panel = build(*args, focus=r, interactive=False, title=" ", **kwargs)
             finally:
@@ -586,7 +592,7 @@ def _interactive(chart: alt.LayerChart, hosts: Sequence[str] | None = None, zoom
 def _by_host(chart: alt.Chart, hosts: Sequence[str] | None) -> alt.Chart:
     """Apply the host filter to a layer whose rows have a ``host``."""
     names = {str(h) for h in hosts or [] if h is not None and str(h) != "nan"}
-    if len(names) <= 1:
+    if len(names) <= 1 or not _PANEL.host_filter:
         return chart
     return chart.transform_filter(f"{HOST_FILTER} == 'all' || datum.host == {HOST_FILTER}")
 
