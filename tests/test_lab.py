@@ -82,6 +82,7 @@ def lab(tmp_path_factory, analysis_of):
             log.close()
 
 
+#: What a rendered Vega chart leaves in an output area (SVG renderer: its text is readable, so a redraw shows).
 CHART_ELEMENTS = ".jp-OutputArea-output svg.marks, .jp-OutputArea-output canvas.marks"
 
 
@@ -96,7 +97,7 @@ def _state(driver) -> dict:
           charts: charts.length,
           chartText: [...charts].map((c) => c.textContent).join("|"),
           errors: (area.textContent.match(/Error loading script[^\\n]{0,120}/g) || []),
-          evidence: tables.length ? tables[tables.length - 1].textContent : "",
+          evidence: tables.length ? tables[0].textContent : "",  // the widget's table comes first
           selects: area.querySelectorAll(".widget-select-multiple select").length,
           busy: !!document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='busy']"),
         };

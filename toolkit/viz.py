@@ -1202,7 +1202,8 @@ def use_offline_widgets() -> None:
     except ImportError:
         use_charts("html")
         return
-    alt.renderers.enable("jupyter", offline=True)
+    # SVG rather than canvas: chart text stays selectable and searchable in the notebook.
+    alt.renderers.enable("jupyter", offline=True, embed_options={"renderer": "svg", "actions": False})
 
 
 def to_svg(chart: alt.TopLevelMixin) -> str:
