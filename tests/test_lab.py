@@ -104,6 +104,7 @@ def _state(driver) -> dict:
     """, CHART_ELEMENTS)
 
 
+@pytest.mark.timeout(1800)
 def test_explore_notebook_in_jupyterlab_offline(lab, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -122,7 +123,7 @@ def test_explore_notebook_in_jupyterlab_offline(lab, browser):
         s = _state(d)
         return s if s["charts"] >= 2 and s["selects"] >= 3 and "app.log:" in s["evidence"] else False
 
-    first = WebDriverWait(browser, 600, poll_frequency=2).until(drawn)
+    first = WebDriverWait(browser, 1200, poll_frequency=2).until(drawn)
     assert first["errors"] == []
     assert "Error loading script" not in browser.page_source
 
@@ -137,7 +138,7 @@ def test_explore_notebook_in_jupyterlab_offline(lab, browser):
               and s["chartText"] != first["chartText"])
         return s if ok else False
 
-    after = WebDriverWait(browser, 180, poll_frequency=1).until(changed)
+    after = WebDriverWait(browser, 300, poll_frequency=1).until(changed)
     assert after["errors"] == []
     other_hosts = [n for n in names[:-1] if n in first["evidence"]]
     assert other_hosts and not any(f"{n}/" in after["evidence"] for n in other_hosts), \
