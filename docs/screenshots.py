@@ -45,12 +45,16 @@ def screenshot(page: Path, png: Path, width: int, height: int) -> Path:
 
 
 def timeline_page(report_html: Path) -> Path:
-    """A copy of the report that opens scrolled to its timeline section (so the shot shows the charts)."""
+    """A copy of the report starting at its timeline section (the cells before it hidden), so a
+    screenshot of the page's top shows the charts."""
     text = report_html.read_text(encoding="utf-8")
-    jump = ("<script>addEventListener('load', () => { const h = [...document.querySelectorAll('h2')]"
-            ".find((e) => e.textContent.trim().startsWith('Timeline')); if (h) h.scrollIntoView(); });</script>")
+    hide = ("<script>(() => { const h = document.getElementById('Timeline'); if (!h) return;"
+            " const cell = h.closest('.jp-Cell'); if (!cell) return;"
+            " for (let c = cell.previousElementSibling; c; c = c.previousElementSibling) c.style.display = 'none';"
+            " })();</script>")
     copy = report_html.with_name("report-timeline.html")
-    copy.write_text(text.replace("</body>", jump + "</body>", 1), encoding="utf-8")
+    end = text.rfind("</body>")  # the last one: the inlined chart libraries may contain the string too
+    copy.write_text(text[:end] + hide + text[end:] if end >= 0 else text + hide, encoding="utf-8")
     return copy
 
 

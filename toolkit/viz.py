@@ -865,7 +865,7 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
             kind = "replayed on the checkpointed store"
         else:
             continue
-        gaps.append({"series": r["series"], "host": r["host"], "low": low, "high": high, "row": r["row"], "kind": kind,
+        gaps.append({"series": r["series"], "host": r["host"], "low": low, "high": high, "row": r["row"], "range": kind,
                      "why": why, "records": int(abs(high - low)), "evidence": ck["evidence"],
                      "restore_evidence": r["evidence"]})
     points = off[off["kind"].str.startswith("checkpoint")].copy()
@@ -885,7 +885,8 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
     layers = []
     if gaps:
         layers.append(_by_host(alt.Chart(pd.DataFrame(gaps)).mark_bar(height=5, yOffset=6).encode(
-            color=alt.Color("kind:N", title="range", scale=alt.Scale(
+            # Fill, not colour: the checkpoint diamonds own the colour scale (one legend each).
+            fill=alt.Fill("range:N", title="range", scale=alt.Scale(
                 domain=["never restored", "replayed on the checkpointed store"], range=["#d62728", "#ff7f0e"])),
             x=alt.X("low:Q", title="changelog offset"), x2="high:Q", y=y,
             tooltip=["series:N", "why:N", alt.Tooltip("low:Q", format=","), alt.Tooltip("high:Q", format=","),
