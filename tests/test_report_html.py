@@ -238,8 +238,10 @@ def test_eos_charts_open_on_the_incident(eos_report):
              for h in [o.get("data", {}).get("text/html", "")] if "si-chart-spec" in h]
     domains = re.findall(r'"domain": \[(1\d{12}), (1\d{12})\]', json.dumps(specs))
     assert domains, "time axes open on a fixed range"
-    for start, end in domains:
-        assert int(end) - int(start) < 30 * 60 * 1000, "each panel spans minutes, not the whole hour"
+    # The timeline charts break their axis around the write and around the crash and restart: panels of
+    # minutes, not the quiet hour between (only the ingest overview spans the whole incident).
+    short = [(int(a), int(b)) for a, b in domains if int(b) - int(a) < 30 * 60 * 1000]
+    assert len(short) >= 4 and len(short) >= len(domains) - 2, domains
 
 
 def test_eos_report_charts_work_offline_with_evidence_tooltips(eos_report, browser):
@@ -254,7 +256,9 @@ def test_eos_report_charts_work_offline_with_evidence_tooltips(eos_report, brows
     assert len(charts) >= 4
     WebDriverWait(browser, 60).until(
         lambda d: len(d.find_elements(By.CSS_SELECTOR, "div.si-chart[data-live='yes']")) == len(charts))
-    assert "interactive chart unavailable" not in browser.page_source
+    failed = browser.execute_script(
+        "return [...document.querySelectorAll('.si-live')].filter((e) => e.textContent.includes('unavailable')).length")
+    assert failed == 0
     lanes = next(c for c in charts if "checkpoint written" in c.text)
     marks = [m for m in lanes.find_elements(By.CSS_SELECTOR, ".si-live g.mark-symbol path")
              if m.size["width"] > 2]
