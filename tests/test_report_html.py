@@ -302,6 +302,8 @@ def test_a_failing_chart_leaves_the_rest_of_the_report(analysis_of, tmp_path, mo
     """One chart raising shows one line naming it; the other charts are still drawn."""
     from datetime import datetime
 
+    from IPython.display import HTML
+
     from toolkit.detectors import run_detectors
     from toolkit.report import sections
 
@@ -318,7 +320,7 @@ def test_a_failing_chart_leaves_the_rest_of_the_report(analysis_of, tmp_path, mo
     monkeypatch.setattr(viz, "offset_chart", broken)
     sections.show_timeline(inv)
     sections.show_findings(inv)
-    errors = [o.data for o in shown if "section-error" in getattr(o, "data", "")]
+    errors = [o.data for o in shown if isinstance(o, HTML) and "section-error" in o.data]
     assert errors and all(e.count("\n") == 0 for e in errors)
     assert any("Offsets" in e and "TypeError" in e for e in errors)
     charts = [o for o in shown if hasattr(o, "to_dict")]
