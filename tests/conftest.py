@@ -54,3 +54,13 @@ def analysis_of(spark, tmp_path_factory):
         return done[name]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium (network off, Selenium over Debian's chromedriver) for every browser test."""
+    from browser import start_browser, stop_browser
+
+    driver = start_browser()
+    yield driver
+    stop_browser(driver)

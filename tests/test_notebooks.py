@@ -41,7 +41,7 @@ def test_report_notebook_declares_every_parameter():
     nb = nbformat.read(str(NOTEBOOKS / "incident_report.ipynb"), as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     for name in ("bundle", "out_dir", "time_window", "hosts", "tasks", "app_id", "spark_master", "spark_remote",
-                 "timezone", "charts"):
+                 "timezone", "charts", "view"):
         assert f"\n{name}: " in "\n" + cell.source, name
 
 
@@ -55,6 +55,7 @@ def test_report_notebook_declares_every_parameter():
     ({"spark_remote": "http://h:15002"}, "starting with sc://"),
     ({"hosts": [""]}, "hosts must be a list"),
     ({"charts": "png"}, "charts must be one of"),
+    ({"view": "everything"}, "view must be one of"),
 ])
 def test_bad_parameters_fail_with_one_sentence(tmp_path, kwargs, message):
     args = {"bundle": str(REPO / "sample_logs" / "kafka-eos-stale-checkpoint"), "out_dir": str(tmp_path), **kwargs}

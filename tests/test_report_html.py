@@ -9,14 +9,17 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
+from browser import CHROMIUM, OVERLAPPING_TEXT_JS, ensure_chromium, network_is_off
 from toolkit import report, viz
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,19 +80,8 @@ def distinct_colours(path: Path, max_rows: int | None = None) -> int:
 
 def chromium() -> str:
     """Path of Debian's chromium; installed when missing and running as root, else the test is skipped."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("chromium is not installed and installing it needs root and apt-get")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
-        if subprocess.run(cmd, env=env, capture_output=True, timeout=900).returncode != 0:
-            pytest.skip(f"could not install chromium ({' '.join(cmd)} failed)")
-    found = shutil.which("chromium")
-    if not found:
-        pytest.skip("apt-get installed no chromium binary")
-    return found
+    ensure_chromium()
+    return CHROMIUM
 
 
 def screenshot(page: Path, tmp: Path) -> Path:
@@ -142,13 +134,29 @@ def test_strip_external_resources_removes_cdn_references():
 
 @pytest.fixture(scope="module")
 def eos_report(tmp_path_factory):
+    """The README's report command on the EOS sample, run as a user runs it; its console kept."""
     if not PIPELINE_READY:
         pytest.skip("toolkit.pipeline / toolkit.detectors not available yet")
     out = tmp_path_factory.mktemp("eos-report")
-    messages: list[str] = []
-    files = report.make_report(EOS, out, timezone="UTC", progress=messages.append)
-    assert messages, "make_report reports progress"
-    return files
+    run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(EOS), "--out", str(out)],
+                         capture_output=True, text=True, cwd=str(REPO), timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return SimpleNamespace(html=out / "report.html", notebook=out / "report.ipynb", findings=out / "findings.json",
+                           console=run.stdout + run.stderr)
+
+
+def test_report_command_console_is_quiet(eos_report):
+    """Only the toolkit's own lines: one per stage with its elapsed time, then the files written."""
+    console = eos_report.console
+    assert "WARN" not in console and "Exception" not in console and "\tat " not in console, console[-2000:]
+    assert "without encryption" not in console and "KeyboardInterrupt" not in console
+    lines = [line for line in console.splitlines() if line.strip()]
+    stages = [line for line in lines if re.match(r"^\[\s*\d+\.\ds\] ", line)]
+    assert len(stages) >= 6 and any("analysis done:" in line and "lines" in line for line in stages)
+    others = [line for line in lines if line not in stages]
+    assert others and others[0].startswith("Wrote ") and all(o.startswith(("Wrote ", "      ")) for o in others), others
+    logs = eos_report.html.parent / "logs"
+    assert (logs / "spark.log").stat().st_size > 0 and (logs / "kernel.log").exists()
 
 
 def test_eos_report_files_and_ranked_findings(eos_report):
@@ -168,21 +176,155 @@ def test_eos_report_is_offline_and_shows_the_cause_first(eos_report, tmp_path):
     assert distinct_colours(screenshot(eos_report.html, tmp_path), max_rows=900) > 8
 
 
-def _label_x(svg: str, label: str) -> float:
-    """x position of the first text mark starting with ``label`` in a vl-convert SVG."""
-    m = re.search(r'transform="translate\(([-\d.]+),[-\d.]+\)"[^>]*>' + re.escape(label), svg)
-    assert m, f"no label {label!r} in the chart"
-    return float(m.group(1))
+def _chart_svgs(notebook: Path) -> list[str]:
+    """The static SVG of every chart in an executed report notebook (vl-convert's rendering)."""
+    nb = nbformat.read(str(notebook), as_version=4)
+    svgs = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if "image/svg+xml" in data:
+                svgs.append(data["image/svg+xml"])
+            elif "si-chart" in data.get("text/html", ""):
+                html_text = data["text/html"]
+                svgs.append(html_text[html_text.index("<svg"):html_text.rindex("</svg>") + 6])
+    return svgs
 
 
-def test_eos_task_lanes_show_checkpoint_write_crash_restart_in_order(eos_report):
+@pytest.fixture(scope="module")
+def eos_svg_page(eos_report, tmp_path_factory):
+    """Every static chart SVG of the EOS report on one page (each in its own block)."""
+    svgs = _chart_svgs(eos_report.notebook)
+    assert len(svgs) >= 4
+    page = tmp_path_factory.mktemp("svgs") / "charts.html"
+    page.write_text("<html><body>" + "".join(f"<div class='c'>{s}</div>" for s in svgs) + "</body></html>")
+    return page
+
+
+def test_eos_chart_labels_do_not_overlap(eos_svg_page, browser):
+    """At the report's sizes no two texts of a chart print over each other (browser text boxes)."""
+    browser.get(eos_svg_page.as_uri())
+    overlaps = browser.execute_script(OVERLAPPING_TEXT_JS)
+    assert overlaps == [], overlaps[:10]
+
+
+def test_eos_task_lanes_show_checkpoint_write_crash_restart_in_order(eos_svg_page, browser):
+    browser.get(eos_svg_page.as_uri())
+    # Screen x of the first text starting with each label, in the first chart that has all three.
+    xs = browser.execute_script("""
+        for (const svg of document.querySelectorAll("div.c > svg")) {
+          const found = {};
+          for (const t of svg.querySelectorAll("text")) {
+            for (const label of arguments[0]) {
+              if (!(label in found) && t.textContent.startsWith(label)) found[label] = t.getBoundingClientRect().left;
+            }
+          }
+          if (Object.keys(found).length === arguments[0].length) return arguments[0].map((l) => found[l]);
+        }
+        return null;
+    """, ["checkpoint written", "process end: crash", "process start, run 2"])
+    assert xs, "a task-lane chart labels the checkpoint write, the crash and the restart"
+    assert xs[0] < xs[1] < xs[2]
+
+
+def test_eos_charts_open_on_the_incident(eos_report):
+    """The default time range is the incident, not the whole log: the report says which range."""
+    body = eos_report.html.read_text()
+    assert "Charts open on the incident: 2026-03-07 08:59" in body and "10:0" in body
     nb = nbformat.read(str(eos_report.notebook), as_version=4)
-    svgs = [o["data"]["image/svg+xml"] for c in nb.cells for o in c.get("outputs", [])
-            if "image/svg+xml" in o.get("data", {})]
-    lanes = [s for s in svgs if "checkpoint written" in s and "process end: crash" in s]
-    assert lanes, "a task-lane chart shows the checkpoint write and the crash"
-    svg = lanes[0]
-    assert _label_x(svg, "checkpoint written") < _label_x(svg, "process end: crash") < _label_x(svg, "process start, run 2")
+    specs = [json.loads(h[h.index('class="si-chart-spec">') + 22:h.index("</script>", h.index("si-chart-spec"))]
+                        .replace("<\\/", "</"))
+             for c in nb.cells for o in c.get("outputs", [])
+             for h in [o.get("data", {}).get("text/html", "")] if "si-chart-spec" in h]
+    domains = re.findall(r'"domain": \[(1\d{12}), (1\d{12})\]', json.dumps(specs))
+    assert domains, "time axes open on a fixed range"
+    # The timeline charts break their axis around the write and around the crash and restart: panels of
+    # minutes, not the quiet hour between (only the ingest overview spans the whole incident).
+    short = [(int(a), int(b)) for a, b in domains if int(b) - int(a) < 30 * 60 * 1000]
+    assert len(short) >= 4 and len(short) >= len(domains) - 2, domains
+
+
+def test_eos_report_charts_work_offline_with_evidence_tooltips(eos_report, browser):
+    """Opened from disk with no network: every chart goes live, and hovering a mark shows file:line."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(eos_report.html.as_uri())
+    assert network_is_off(browser)
+    charts = browser.find_elements(By.CSS_SELECTOR, "div.si-chart")
+    assert len(charts) >= 4
+    WebDriverWait(browser, 60).until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "div.si-chart[data-live='yes']")) == len(charts))
+    failed = browser.execute_script(
+        "return [...document.querySelectorAll('.si-live')].filter((e) => e.textContent.includes('unavailable')).length")
+    assert failed == 0
+    lanes = next(c for c in charts if "checkpoint written" in c.text)
+    marks = [m for m in lanes.find_elements(By.CSS_SELECTOR, ".si-live g.mark-symbol path")
+             if m.size["width"] > 2]
+    assert marks, "the live task-lane chart has point marks"
+    shown = ""
+    for mark in marks[:12]:
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", mark)
+        ActionChains(browser).move_to_element(mark).perform()
+        try:
+            WebDriverWait(browser, 3).until(
+                lambda d: d.find_element(By.ID, "vg-tooltip-element").is_displayed())
+        except Exception:  # noqa: BLE001 - this mark sits under another one; try the next
+            continue
+        shown = browser.find_element(By.ID, "vg-tooltip-element").text
+        if re.search(r"orders-agg-\d/app\.log:\d+ ", shown):
+            break
+    assert re.search(r"orders-agg-\d/app\.log:\d+ ", shown), shown
+
+
+def test_eos_report_host_filter_narrows_a_chart(eos_report, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    browser.get(eos_report.html.as_uri())
+    WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "div.si-chart[data-live='yes']"))
+    lanes = next(c for c in browser.find_elements(By.CSS_SELECTOR, "div.si-chart") if "checkpoint written" in c.text)
+    WebDriverWait(browser, 30).until(lambda d: lanes.get_attribute("data-live") == "yes")
+
+    def marks() -> int:
+        return len(lanes.find_elements(By.CSS_SELECTOR, ".si-live g.mark-symbol path"))
+
+    before = marks()
+    select = Select(lanes.find_element(By.CSS_SELECTOR, ".vega-bindings select"))
+    assert [o.text for o in select.options][:1] == ["all"] and len(select.options) >= 3
+    select.select_by_visible_text("orders-agg-1")
+    WebDriverWait(browser, 10).until(lambda d: marks() < before)
+    assert 0 < marks() < before
+
+
+def test_a_failing_chart_leaves_the_rest_of_the_report(analysis_of, tmp_path, monkeypatch):
+    """One chart raising shows one line naming it; the other charts are still drawn."""
+    from datetime import datetime
+
+    from IPython.display import HTML
+
+    from toolkit.detectors import run_detectors
+    from toolkit.report import sections
+
+    analysis = analysis_of("kafka-eos-stale-checkpoint")
+    params = report.validate_parameters(EOS, tmp_path, charts="svg")
+    inv = report.Investigation(params=params, analysis=analysis, findings=run_detectors(analysis.timeline),
+                               hosts=None, tasks=None, started=datetime.now(), seconds=0.0)
+    shown: list = []
+    monkeypatch.setattr(sections, "_display", lambda: shown.append)
+
+    def broken(*_args, **_kwargs):
+        raise TypeError("'<' not supported between instances of 'NoneType' and 'str'")
+
+    monkeypatch.setattr(viz, "offset_chart", broken)
+    sections.show_timeline(inv)
+    sections.show_findings(inv)
+    errors = [o.data for o in shown if isinstance(o, HTML) and "section-error" in o.data]
+    assert errors and all(e.count("\n") == 0 for e in errors)
+    assert any("Offsets" in e and "TypeError" in e for e in errors)
+    charts = [o for o in shown if hasattr(o, "to_dict")]
+    assert len(charts) >= 3, "the threads, tasks and rebalance charts are still drawn"
 
 
 def test_report_command_says_one_sentence_for_a_missing_bundle(tmp_path, capsys):

@@ -85,15 +85,93 @@ def test_frames_are_bounded_and_charts_render_to_svg(tiny_timeline):
     assert "10:" in viz.to_svg(charts["threads"])
 
 
-def test_offset_chart_shades_replayed_range():
+def _layers(spec: dict) -> list[dict]:
+    """Every unit layer of a (layered, concatenated or faceted) Vega-Lite spec."""
+    out = []
+    if "mark" in spec:
+        out.append(spec)
+    for key in ("layer", "vconcat", "hconcat", "concat"):
+        for child in spec.get(key, []):
+            out += _layers(child)
+    if "spec" in spec:
+        out += _layers(spec["spec"])
+    return out
+
+
+def _mark(layer: dict) -> str:
+    return layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]
+
+
+def test_offset_chart_shows_checkpoint_restore_and_replayed_range_per_task():
     frame = pd.DataFrame({
         "host": ["h"] * 3, "task_id": ["0_0"] * 3, "changelog": ["c-0"] * 3,
         "ts": pd.to_datetime(["2026-03-07 09:00:06", "2026-03-07 10:08:31", "2026-03-07 10:08:45"]),
         "offset": [1203321, 1203321, 1285054], "kind": ["checkpoint written", "restore start", "restore end"],
-        "restore_id": [None, "r", "r"], "evidence": ["a", "b", "c"]})
-    spec = viz.offset_chart(frame).to_dict()
-    rects = [layer for layer in spec["layer"] if layer["mark"].get("type", layer["mark"]) == "rect"]
-    assert rects, "the replayed range should be shaded"
+        "restore_id": [None, "r", "r"], "evidence": ["h/app.log:10  a", "h/app.log:20  b", "h/app.log:30  c"]})
+    chart = viz.offset_chart(frame)
+    spec = chart.to_dict()
+    data = {name: rows for name, rows in spec["datasets"].items()}
+    gaps = [rows for rows in data.values() if rows and "why" in rows[0]]
+    assert gaps and gaps[0][0]["low"] == 1203321 and gaps[0][0]["high"] == 1285054
+    assert gaps[0][0]["why"].startswith("replayed on top of the store checkpointed at 2026-03-07 09:00:06")
+    svg = viz.to_svg(chart)
+    assert "0_0 @ h · c-0" in svg and "restore 10:08:31" in svg and "checkpoint" in svg
+
+
+def test_every_mark_names_its_evidence(tiny_timeline):
+    """Each mark's tooltip has an evidence field (file:line and the line) or a named evidence title."""
+    charts = viz.timeline_charts(tiny_timeline)
+    for name, chart in charts.items():
+        for layer in _layers(chart.to_dict()):
+            if _mark(layer) not in ("point", "bar", "rect", "rule", "tick", "text"):
+                continue
+            tips = layer.get("encoding", {}).get("tooltip")
+            if "text" == _mark(layer) and not tips:
+                assert layer["encoding"]["text"]  # axis-like labels (generation numbers) carry their own text
+                continue
+            tips = tips if isinstance(tips, list) else [tips]
+            assert any("evidence" in (t.get("field", "") + str(t.get("title", ""))) for t in tips), (name, layer)
+
+
+def test_incident_window_breaks_the_axis_between_distant_moments():
+    from toolkit.detectors.base import Evidence, Finding
+
+    finding = Finding(detector="eos-stale-restore-checkpoint", severity="critical", confidence="confirmed",
+                      title="t", explanation="e", ts=T("2026-03-07 09:00:06"),
+                      evidence=[Evidence("h/app.log", 10, "w", ts=T("2026-03-07 09:00:06.875")),
+                                Evidence("h/app.log", 50, "r", ts=T("2026-03-07 10:08:31"))])
+    runs = pd.DataFrame({"end": pd.to_datetime(["2026-03-07 10:06:07", "2026-03-07 11:30:00"]),
+                         "end_kind": ["crash", "unknown"]})
+    ranges = viz.incident_window([finding], runs)
+    assert len(ranges) == 2
+    (a0, a1), (b0, b1) = ranges
+    assert a0 < T("2026-03-07 09:00:06") < T("2026-03-07 09:00:06.875") < a1 < b0
+    assert b0 < T("2026-03-07 10:06:07") < T("2026-03-07 10:08:31") < b1 < T("2026-03-07 10:20:00")
+    # The open-ended run ("unknown" end at the end of the log) does not stretch the incident.
+    assert viz.incident_window([], runs) == [viz._pad([T("2026-03-07 10:06:07")])]
+    assert viz.incident_window([], None) is None
+
+
+def test_broken_axis_panels_render_and_label_each_range(tiny_timeline):
+    frame = viz.task_event_frame(tiny_timeline, tasks=["0_0"])
+    focus = [(T("2026-03-07 08:59:50"), T("2026-03-07 09:00:20")), (T("2026-03-07 10:05:50"), T("2026-03-07 10:09:00"))]
+    chart = viz.task_lane_chart(frame, focus=focus)
+    spec = chart.to_dict()
+    assert len(spec["hconcat"]) == 2
+    svg = viz.to_svg(chart)
+    assert "checkpoint written" in svg and "process end: crash" in svg
+
+
+def test_migration_chart_survives_a_step_without_table_name():
+    steps = pd.DataFrame({
+        "table": ["t", None, None], "base_table": ["t", None, None],
+        "ts": pd.to_datetime(["2026-04-08 13:12:43", "2026-04-08 13:12:49", "2026-04-08 13:13:20"]),
+        "step": ["TABLE_ACTIVE", "DELETE_TABLE", None], "origin": ["log", "cloudtrail", "log"],
+        "host": ["nifi-0", None, "nifi-0"], "error_code": [None, None, None], "detail": ["", None, ""],
+        "evidence": ["nifi-0/nifi-app.log:5  x", "", "nifi-0/nifi-app.log:9  y"]})
+    svg = viz.to_svg(viz.migration_chart(steps))
+    assert viz.NO_TABLE in svg
+    assert set(viz.migration_summary(steps)["base_table"]) == {"t", viz.NO_TABLE}
 
 
 def test_large_frames_are_aggregated_not_refused():
@@ -142,3 +220,16 @@ def test_explorer_redraws_without_a_widget_frontend(tiny_timeline, tmp_path):
     table = explorer.evidence(hosts=["orders-agg-0"])
     assert list(table.columns[:2]) == ["where", "ts"]
     assert explorer.widget() is not None
+
+
+def test_charts_without_their_controls_reference_no_control(tiny_timeline):
+    """Charts built for another layout (the Explorer's, with widgets) declare and use no select box."""
+    import json
+
+    frame = viz.task_event_frame(tiny_timeline)
+    two_hosts = pd.concat([frame, frame.assign(host="orders-agg-1", lane="0_0 @ orders-agg-1")], ignore_index=True)
+    quiet = json.dumps(viz.task_lane_chart(two_hosts, interactive=False).to_dict())
+    assert viz.HOST_FILTER not in quiet
+    live = json.dumps(viz.task_lane_chart(two_hosts).to_dict())
+    assert live.count(viz.HOST_FILTER) >= 2  # declared once, used by the layers
+    assert viz.to_svg(viz.task_lane_chart(two_hosts, interactive=False)).startswith("<svg")

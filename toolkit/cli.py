@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -25,13 +24,9 @@ class UsageError(Exception):
 
 
 def _progress(enabled: bool) -> Callable[[str], None]:
-    start = time.monotonic()
+    from toolkit.progress import console_progress
 
-    def say(message: str) -> None:
-        if enabled:
-            print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-    return say
+    return console_progress(enabled)
 
 
 def _add_spark_args(p: argparse.ArgumentParser) -> None:
@@ -41,9 +36,16 @@ def _add_spark_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spark(args: argparse.Namespace):
-    from toolkit.spark import get_spark
+    """The session for a command; Spark's own log goes to ``OUT/logs/spark.log`` (``--verbose``: also the console)."""
+    import os
 
-    return get_spark(master=args.master, remote=args.remote)
+    from toolkit.spark import VERBOSE_ENV, get_spark
+
+    if getattr(args, "verbose", False):
+        os.environ[VERBOSE_ENV] = "1"
+    out = getattr(args, "out", None)
+    log_file = Path(out) / "logs" / "spark.log" if out else None
+    return get_spark(master=args.master, remote=args.remote, log_file=log_file)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -114,6 +116,7 @@ def _add_bundle_args(p: argparse.ArgumentParser, out_required: bool = True) -> N
     p.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
     p.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--verbose", action="store_true", help="also show Spark's own log on the console (default: OUT/logs/)")
     p.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
     p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
     p.add_argument("--no-redact", action="store_true",

@@ -11,10 +11,14 @@ Toolkit code only uses the DataFrame API, so the same code runs on all three.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
-from typing import Mapping
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -32,6 +36,65 @@ _BASE_CONF: dict[str, str] = {
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
+
+#: The log4j2 configuration the embedded driver starts with: Spark's own logging goes to a file.
+LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2-quiet.properties"
+#: Where Spark's log goes when the caller names no file (``stream-incident`` commands name one in ``--out``).
+LOG_FILE_ENV = "STREAM_INCIDENT_LOG_FILE"
+#: Set (to anything but ``0``) to also show Spark's warnings on the console (``--verbose``).
+VERBOSE_ENV = "STREAM_INCIDENT_VERBOSE"
+
+
+def verbose() -> bool:
+    """True when the user asked to see the engine's own log on the console."""
+    return os.environ.get(VERBOSE_ENV, "0") not in ("", "0")
+
+
+def _java_options(log_file: Path) -> str:
+    """Driver JVM options: UTC, and log4j2 writing to ``log_file`` (console only when verbose)."""
+    def quoted(value: str) -> str:
+        # Spark splits these options on blanks but keeps double-quoted words together.
+        return f'"{value}"' if any(c.isspace() for c in value) else value
+
+    return " ".join([
+        "-Duser.timezone=UTC",
+        quoted(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
+        quoted(f"-Dstream_incident.log_file={log_file}"),
+        f"-Dstream_incident.console_level={'warn' if verbose() else 'off'}",
+    ])
+
+
+@contextlib.contextmanager
+def _jvm_console_to(log_file: Path | None) -> Iterator[None]:
+    """While the driver JVM is launched, point this process's stderr at ``log_file``: the JVM keeps
+    that descriptor, so its own console notices (JDK warnings, messages at shutdown) land in the
+    log instead of the terminal. Python's stderr is restored at once."""
+    if log_file is None:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real stderr (some embedded interpreters)
+        yield
+        return
+    sink = os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(sink, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(sink)
+
+
+def default_log_file() -> Path:
+    """``$STREAM_INCIDENT_LOG_FILE``, else a per-user file in the temp directory."""
+    named = os.environ.get(LOG_FILE_ENV)
+    if named:
+        return Path(named)
+    return Path(tempfile.gettempdir()) / f"stream-incident-spark-{os.getuid() if hasattr(os, 'getuid') else 'user'}.log"
+
 
 # Settings a Connect client may change at runtime (static ones belong to the server).
 _RUNTIME_CONF = ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
@@ -94,13 +157,19 @@ def get_spark(
     *,
     app_name: str = "stream-incident",
     conf: Mapping[str, str] | None = None,
+    log_file: str | os.PathLike | None = None,
 ) -> SparkSession:
     """Create (or reuse) the session for this process.
 
     ``conf`` adds or overrides Spark settings (e.g. ``{"spark.driver.memory": "8g"}``).
+    ``log_file`` receives the driver's own log (Spark and Hadoop warnings, shutdown messages) so
+    the console shows only the toolkit's output; it applies when this call starts the driver JVM.
     """
     kind, url = resolve_target(master, remote)
-    settings = {**_BASE_CONF, **(conf or {})}
+    target = Path(log_file) if log_file else default_log_file()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    java = _java_options(target.resolve())
+    settings = {**_BASE_CONF, "spark.driver.extraJavaOptions": java, **(conf or {})}
     _check_reachable(kind, url)
     try:
         if kind == "remote":
@@ -115,7 +184,8 @@ def get_spark(
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        with _jvm_console_to(None if verbose() else target):
+            return builder.getOrCreate()
     except Exception as exc:  # py4j/grpc errors are long; callers want one sentence
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkUnavailable(f"cannot start a Spark session on {url}: {first[:300]}") from exc

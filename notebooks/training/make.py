@@ -235,6 +235,7 @@ from pyspark.sql import functions as F
 
 from toolkit import report, viz
 
+viz.use_charts("interactive")  # charts ship their JavaScript: they render offline
 params = report.validate_parameters(bundle, out_dir, spark_master=spark_master, spark_remote=spark_remote)
 inv = report.investigate(params)  # parse, timeline, detectors (the verdict stays hidden until the end)
 tl = inv.timeline

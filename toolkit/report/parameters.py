@@ -1,0 +1,138 @@
+"""Report and notebook parameters: checked once, normalised, one sentence when unusable."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+#: ``svg``: static inline SVG only; ``html``: interactive Vega with its JavaScript inline and an SVG
+#: fallback (the offline HTML report); ``interactive``: a live widget in JupyterLab (offline, no CDN).
+CHART_MODES = ("svg", "html", "interactive")
+
+#: ``incident``: charts open on the findings and crashes with context on both sides; ``all``: the whole log.
+VIEWS = ("incident", "all")
+
+
+class ParameterError(ValueError):
+    """A notebook or report parameter is unusable; the message is one sentence saying which and why."""
+
+
+@dataclass(frozen=True)
+class ReportParameters:
+    """Validated report parameters (paths absolute, times UTC, lists normalised)."""
+
+    bundle: Path
+    out_dir: Path
+    time_window: tuple[datetime | None, datetime | None] | None = None
+    hosts: list[str] | None = None
+    tasks: list[str] | None = None
+    app_id: str | None = None
+    spark_master: str | None = None
+    spark_remote: str | None = None
+    timezone: str = "UTC"
+    charts: str = "svg"
+    view: str = "incident"
+
+    def as_table(self) -> pd.DataFrame:
+        """The parameters as a two-column table for the report."""
+        window = ("all" if not self.time_window else
+                  f"{_fmt(self.time_window[0]) or '…'} → {_fmt(self.time_window[1]) or '…'}")
+        rows = [("bundle", str(self.bundle)), ("out_dir", str(self.out_dir)), ("time_window (UTC)", window),
+                ("hosts", ", ".join(self.hosts) if self.hosts else "all"),
+                ("tasks", ", ".join(self.tasks) if self.tasks else "all"),
+                ("app_id", self.app_id or "any"),
+                ("spark", self.spark_remote or self.spark_master or os.environ.get("SPARK_REMOTE")
+                 or os.environ.get("SPARK_MASTER") or "local[*] (embedded)"),
+                ("chart time zone", self.timezone), ("charts", self.charts),
+                ("chart time range", "the incident (zoom out for the rest)" if self.view == "incident" and not self.time_window
+                 else "time_window" if self.time_window else "the whole log")]
+        return pd.DataFrame(rows, columns=["parameter", "value"])
+
+
+def _fmt(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else None
+
+
+def _names(value: Any, what: str) -> list[str] | None:
+    if value is None or value == "" or value == []:
+        return None
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ParameterError(f"{what} must be a list of non-empty names (or a comma-separated string), not {value!r}.")
+    return [v.strip() for v in value]
+
+
+def _time(value: Any, which: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    try:
+        ts = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        raise ParameterError(f"time_window {which} {value!r} is not an ISO 8601 time such as 2026-03-07T09:00:00Z.") from None
+    if ts.tzinfo is not None:
+        ts = ts.tz_convert("UTC").tz_localize(None)
+    return ts.to_pydatetime()
+
+
+def validate_parameters(
+    bundle: Any,
+    out_dir: Any,
+    time_window: Any = None,
+    hosts: Any = None,
+    tasks: Any = None,
+    app_id: Any = None,
+    spark_master: Any = None,
+    spark_remote: Any = None,
+    timezone: Any = "UTC",
+    charts: Any = "svg",
+    view: Any = "incident",
+) -> ReportParameters:
+    """Check the report parameters and return them normalised; raise :class:`ParameterError` otherwise."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if not bundle or not isinstance(bundle, (str, os.PathLike)):
+        raise ParameterError("bundle must be the path of a bundle directory, archive or log file.")
+    bundle_path = Path(bundle).expanduser().resolve()
+    if not bundle_path.exists():
+        raise ParameterError(f"bundle {str(bundle)!r} does not exist (looked at {bundle_path}).")
+    if not out_dir or not isinstance(out_dir, (str, os.PathLike)):
+        raise ParameterError("out_dir must be the path of a directory for the report and its tables.")
+    out_path = Path(out_dir).expanduser().resolve()
+    if out_path.exists() and not out_path.is_dir():
+        raise ParameterError(f"out_dir {str(out_dir)!r} exists and is not a directory.")
+    window = None
+    if time_window not in (None, "", [], ()):
+        if isinstance(time_window, str) or not isinstance(time_window, (list, tuple)) or len(time_window) != 2:
+            raise ParameterError(f"time_window must be [start, end] (either may be None), not {time_window!r}.")
+        window = (_time(time_window[0], "start"), _time(time_window[1], "end"))
+        if window[0] and window[1] and window[0] >= window[1]:
+            raise ParameterError(f"time_window start {window[0]} is not before its end {window[1]}.")
+        if window == (None, None):
+            window = None
+    if app_id is not None and (not isinstance(app_id, str) or not app_id.strip()):
+        raise ParameterError(f"app_id must be an application id string or None, not {app_id!r}.")
+    if spark_master and spark_remote:
+        raise ParameterError("give spark_master or spark_remote, not both.")
+    if spark_master is not None and not isinstance(spark_master, str):
+        raise ParameterError(f"spark_master must be a URL such as local[*] or spark://host:7077, not {spark_master!r}.")
+    if spark_remote is not None and (not isinstance(spark_remote, str) or not spark_remote.startswith("sc://")):
+        raise ParameterError(f"spark_remote must be a Spark Connect URL starting with sc://, not {spark_remote!r}.")
+    try:
+        ZoneInfo(str(timezone))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ParameterError(f"timezone {timezone!r} is not an IANA zone name such as UTC or Europe/Berlin.") from None
+    if charts not in CHART_MODES:
+        raise ParameterError(f"charts must be one of {', '.join(CHART_MODES)}, not {charts!r}.")
+    if view not in VIEWS:
+        raise ParameterError(f"view must be one of {', '.join(VIEWS)}, not {view!r}.")
+    return ReportParameters(bundle=bundle_path, out_dir=out_path, time_window=window,
+                            hosts=_names(hosts, "hosts"), tasks=_names(tasks, "tasks"),
+                            app_id=app_id.strip() if app_id else None, spark_master=spark_master or None,
+                            spark_remote=spark_remote or None, timezone=str(timezone), charts=charts,
+                            view=view)

@@ -1,0 +1,151 @@
+"""Running a notebook headless: a kernel on this interpreter, quiet, with its logs in the out dir.
+
+papermill runs the notebook; the kernel's own stdout and stderr (ipykernel start-up notices, the
+Spark JVM's console, shutdown messages) go to ``OUT/logs/kernel.log`` instead of the terminal,
+unless ``--verbose``. Stage lines the kernel writes to a progress file are echoed as they come.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from toolkit.progress import PROGRESS_FILE_ENV, FollowFile, Progress
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+#: Name of the kernelspec written for this interpreter when ``python3`` points elsewhere.
+PRIVATE_KERNEL = "stream-incident-python"
+
+
+class ReportError(RuntimeError):
+    """The report notebook failed or its HTML is not self-contained; the message says where to look.
+
+    ``exit_code`` follows the CLI's convention: 2 unusable input (the bundle could not be opened),
+    3 no Spark session, 1 anything else.
+    """
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+#: Exceptions raised inside the notebook that mean bad input or no Spark rather than a bug.
+_EXIT_CODE_OF = {"BundleError": 2, "ParameterError": 2, "SparkUnavailable": 3}
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """What ``make_report`` wrote."""
+
+    html: Path
+    notebook: Path
+    findings: Path
+
+
+def _same_interpreter(argv0: str) -> bool:
+    # jupyter_client swaps a bare "python"/"python3" for sys.executable; anything else must be us.
+    if argv0 in {"python", f"python{sys.version_info[0]}", f"python{sys.version_info[0]}.{sys.version_info[1]}"}:
+        return True
+    return os.path.abspath(argv0) == os.path.abspath(sys.executable)
+
+
+@contextlib.contextmanager
+def kernel_for_this_interpreter(scratch: Path) -> Iterator[str]:
+    """Yield a kernel name whose kernel runs this interpreter (same venv, same toolkit).
+
+    ``python3`` (shipped with ipykernel in the venv) is used when it resolves to this interpreter;
+    otherwise (a user-level ``python3`` spec of another Python shadows it) a private kernelspec is
+    written under ``scratch`` and put first on ``JUPYTER_PATH`` for the duration. Nothing is
+    installed anywhere.
+    """
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec("python3")
+        usable = bool(spec.argv) and _same_interpreter(spec.argv[0])
+    except NoSuchKernel:
+        usable = False
+    saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "PYTHONPATH")}
+    # The kernel must import the same toolkit even when it is not installed (a source checkout).
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), saved["PYTHONPATH"]]))
+    try:
+        if usable:
+            yield "python3"
+            return
+        kernel_dir = scratch / "jupyter" / "kernels" / PRIVATE_KERNEL
+        kernel_dir.mkdir(parents=True, exist_ok=True)
+        (kernel_dir / "kernel.json").write_text(json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "stream-incident (this Python)", "language": "python"}), encoding="utf-8")
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(scratch / "jupyter"), saved["JUPYTER_PATH"]]))
+        yield PRIVATE_KERNEL
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def quiet_kernel_manager(log_path: Path) -> type:
+    """A kernel manager class whose kernels write their console output to ``log_path``."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def start_kernel(self, **kw: Any) -> None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            sink = open(log_path, "ab")  # noqa: SIM115 - the kernel process keeps it open
+            kw.setdefault("stdout", sink)
+            kw.setdefault("stderr", sink)
+            try:
+                await AsyncKernelManager.start_kernel(self, **kw)
+            finally:
+                sink.close()  # the child has its own copy of the descriptor
+
+    return QuietKernelManager
+
+
+def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
+                     progress: Progress | None = None, timeout_s: int = 1800,
+                     log_dir: Path | None = None, verbose: bool = False) -> Path:
+    """Run a notebook headless with papermill on this interpreter's kernel; raise ReportError on failure.
+
+    With ``log_dir`` (and not ``verbose``) the kernel's console output lands in ``log_dir/kernel.log``;
+    stage lines the notebook reports are passed to ``progress`` while it runs.
+    """
+    import papermill as pm
+
+    say = progress or (lambda _m: None)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    extra: dict[str, Any] = {}
+    if log_dir is not None and not verbose:
+        extra["kernel_manager_class"] = quiet_kernel_manager(log_dir / "kernel.log")
+    progress_file = (log_dir or output.parent) / "progress.txt"
+    saved = os.environ.get(PROGRESS_FILE_ENV)
+    os.environ[PROGRESS_FILE_ENV] = str(progress_file)
+    try:
+        with tempfile.TemporaryDirectory(prefix="stream-incident-kernel-") as scratch, \
+                kernel_for_this_interpreter(Path(scratch)) as kernel, FollowFile(progress_file, say):
+            say(f"running {notebook.name} on kernel {kernel}")
+            try:
+                pm.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name=kernel,
+                                    cwd=str(cwd), progress_bar=False, log_output=False,
+                                    execution_timeout=timeout_s, **extra)
+            except pm.PapermillExecutionError as exc:
+                if exc.ename in _EXIT_CODE_OF:
+                    raise ReportError(str(exc.evalue), _EXIT_CODE_OF[exc.ename]) from exc
+                raise ReportError(f"the notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
+                                  f"(see {output})") from exc
+    finally:
+        if saved is None:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
+        else:
+            os.environ[PROGRESS_FILE_ENV] = saved
+    return output

@@ -1,0 +1,352 @@
+"""The report's sections: HTML fragments, tables and the ``show_*`` notebook helpers.
+
+Every ``show_*`` helper draws its section inside :func:`section`: an exception there (a chart
+fed bad input, a query failing) shows one line saying which section failed and why, and the
+rest of the report is still drawn. Charts are drawn one by one under the same guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import pandas as pd
+
+from toolkit.report.investigation import Investigation
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOKS = PACKAGE_ROOT / "playbooks"
+
+_SEVERITY_COLOUR = {"critical": "#b00020", "warning": "#b35900", "info": "#35638a"}
+
+
+def _playbook_file(finding) -> tuple[str, Path]:
+    rel = getattr(finding, "playbook", "") or f"playbooks/{finding.detector}.md"
+    return rel, PACKAGE_ROOT / rel
+
+
+def playbook_link(finding, base: Path | None = None) -> str:
+    """A link to the playbook, relative to ``base`` (default: the working directory, where the notebook
+    or the report lives), so JupyterLab opens it in a tab and a browser opens it from disk."""
+    import os
+
+    rel, local = _playbook_file(finding)
+    if not local.exists():
+        return f"<code>{html.escape(rel)}</code>"
+    try:
+        href = Path(os.path.relpath(local, base or Path.cwd())).as_posix()
+    except ValueError:  # another drive on Windows
+        href = local.as_uri()
+    return f'<a href="{html.escape(href)}" target="_blank">{html.escape(rel)}</a>'
+
+
+def playbook_html(finding) -> str:
+    """The playbook itself, folded under the finding (readable where links cannot be followed)."""
+    import mistune
+
+    rel, local = _playbook_file(finding)
+    if not local.exists():
+        return ""
+    # The playbooks are this package's own Markdown; mistune escapes raw HTML in them.
+    body = mistune.html(local.read_text(encoding="utf-8"))
+    return (f"<details class='playbook'><summary><b>Playbook</b> <code>{html.escape(rel)}</code> (click to read it "
+            f"here)</summary><div style='border-left:3px solid #ccc;padding-left:1em'>{body}</div></details>")
+
+
+def _impact_text(finding) -> str:
+    impact = getattr(finding, "impact", None)
+    if impact is None:
+        return ""
+    return impact.summary if hasattr(impact, "summary") else str(impact.get("summary", ""))
+
+
+def verdict_html(findings: Sequence, bundle_name: str) -> str:
+    """The first screen: the top finding as a headline, then every finding ranked in one line each."""
+    head = f"<h1 style='margin-bottom:0.2em'>Incident report: {html.escape(bundle_name)}</h1>"
+    if not findings:
+        return head + ("<div style='border-left:6px solid #2e7d32;padding:0.6em 1em;background:#f1f8f1'>"
+                       "<h2 style='margin:0'>Verdict: no known incident pattern found</h2>"
+                       "<p>No detector matched. Check the ingest problems below (unparsed or missing logs can hide "
+                       "an incident) and the timeline charts.</p></div>")
+    top = findings[0]
+    colour = _SEVERITY_COLOUR.get(top.severity, "#333")
+    parts = [head,
+             f"<div style='border-left:8px solid {colour};padding:0.6em 1em;background:#fdf3f3'>",
+             f"<div style='font-size:0.9em;color:{colour};font-weight:bold;text-transform:uppercase'>"
+             f"Verdict · {html.escape(top.severity)} · {html.escape(top.confidence)}</div>",
+             f"<h2 style='margin:0.2em 0'>{html.escape(top.title)}</h2>",
+             f"<p style='font-size:1.05em'>{html.escape(top.explanation)}</p>"]
+    impact = _impact_text(top)
+    if impact:
+        parts.append(f"<p><b>Impact:</b> {html.escape(impact)}</p>")
+    where = ", ".join(filter(None, [("hosts " + ", ".join(top.hosts)) if top.hosts else "",
+                                    ("tasks " + ", ".join(top.tasks)) if top.tasks else ""]))
+    if where:
+        parts.append(f"<p><b>Where:</b> {html.escape(where)}</p>")
+    if top.known_bugs:
+        parts.append(f"<p><b>Known bugs:</b> {html.escape('; '.join(top.known_bugs))}</p>")
+    parts.append(f"<p><b>Playbook:</b> {playbook_link(top)} · detector <code>{html.escape(top.detector)}</code></p></div>")
+    parts.append("<h3>All findings, ranked</h3><ol>")
+    for f in findings:
+        c = _SEVERITY_COLOUR.get(f.severity, "#333")
+        parts.append(f"<li><span style='color:{c};font-weight:bold'>{html.escape(f.severity)}</span> · "
+                     f"{html.escape(f.confidence)} · {html.escape(f.title)} — {playbook_link(f)}</li>")
+    parts.append("</ol>")
+    return "".join(parts)
+
+
+def findings_table(findings: Sequence) -> pd.DataFrame:
+    """Ranked findings as a table (rank, severity, confidence, detector, title, hosts, tasks, time, playbook)."""
+    rows = [{"rank": i, "severity": f.severity, "confidence": f.confidence, "detector": f.detector, "title": f.title,
+             "hosts": ", ".join(f.hosts), "tasks": ", ".join(f.tasks), "ts (UTC)": _fmt_any(f.ts),
+             "playbook": f.playbook} for i, f in enumerate(findings, 1)]
+    return pd.DataFrame(rows, columns=["rank", "severity", "confidence", "detector", "title", "hosts", "tasks",
+                                       "ts (UTC)", "playbook"])
+
+
+def _fmt_any(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    return str(pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+
+
+def provenance_table(inv: Investigation) -> pd.DataFrame:
+    """Where the report comes from: toolkit version, bundle, line totals, Spark, time taken."""
+    from toolkit import __version__
+
+    totals = inv.analysis.ingest.totals
+    rows = [("toolkit version", __version__), ("generated at (UTC)", inv.started.strftime("%Y-%m-%d %H:%M:%S")),
+            ("analysis time", f"{inv.seconds:.0f} s"),
+            ("files / lines", f"{totals['files']} files, {totals['lines']} lines "
+                              f"({totals['records']} records, {totals['unparsed']} unparsed)"),
+            ("hosts in bundle", ", ".join(sorted({f.host for f in inv.analysis.ingest.files})) or "none"),
+            ("ingest problems", str(totals["problems"])),
+            ("state evidence items", str(len(inv.analysis.ingest.evidence)))]
+    return pd.concat([pd.DataFrame(rows, columns=["parameter", "value"]), inv.params.as_table()], ignore_index=True)
+
+
+def ingest_problems_table(ingest) -> pd.DataFrame:
+    """Everything the ingest stage could not read cleanly: bundle problems, file problems, unparsed lines."""
+    rows = [{"source": p.source, "problem": p.problem, "detail": getattr(p, "detail", "") or ""} for p in ingest.problems]
+    for f in ingest.files:
+        rows += [{"source": f.path, "problem": p, "detail": ""} for p in f.problems]
+        if f.unparsed:
+            example = f.unparsed_examples[0] if f.unparsed_examples else {}
+            rows.append({"source": f.path, "problem": f"{f.unparsed} of {f.lines} lines unparsed",
+                         "detail": f"line {example.get('line_no')}: {str(example.get('text', ''))[:160]}" if example else ""})
+        if not f.layout:
+            rows.append({"source": f.path, "problem": "no layout recognised", "detail": ""})
+    return pd.DataFrame(rows, columns=["source", "problem", "detail"])
+
+
+def evidence_table(finding) -> pd.DataFrame:
+    """The lines and facts a finding rests on: location, kind, time and text."""
+    rows = [{"where": e.location() if hasattr(e, "location") else f"{e.source}:{e.line_no}", "kind": e.kind,
+             "ts (UTC)": _fmt_any(e.ts), "text": e.text} for e in finding.evidence]
+    return pd.DataFrame(rows, columns=["where", "kind", "ts (UTC)", "text"])
+
+
+def finding_html(rank: int, finding) -> str:
+    """The header of one finding's section: explanation, impact, known bugs, missing evidence, playbook."""
+    c = _SEVERITY_COLOUR.get(finding.severity, "#333")
+    parts = [f"<h2>{rank}. {html.escape(finding.title)}</h2>",
+             f"<p><span style='color:{c};font-weight:bold'>{html.escape(finding.severity)}</span> · confidence "
+             f"<b>{html.escape(finding.confidence)}</b> · detector <code>{html.escape(finding.detector)}</code> · "
+             f"playbook {playbook_link(finding)}</p>",
+             f"<p>{html.escape(finding.explanation)}</p>"]
+    impact = _impact_text(finding)
+    if impact:
+        parts.append(f"<p><b>Impact:</b> {html.escape(impact)}</p>")
+    if finding.known_bugs:
+        parts.append("<p><b>Known bugs:</b></p><ul>" + "".join(f"<li>{html.escape(b)}</li>" for b in finding.known_bugs)
+                     + "</ul>")
+    if finding.missing_evidence:
+        parts.append("<p><b>Missing evidence</b> (collect this to confirm):</p><ul>"
+                     + "".join(f"<li>{html.escape(m)}</li>" for m in finding.missing_evidence) + "</ul>")
+    return "".join(parts)
+
+
+
+
+# --------------------------------------------------------------------------------------------
+# Sections that cannot sink the report
+# --------------------------------------------------------------------------------------------
+
+Display = Callable[..., Any]
+
+
+def _display() -> Display:
+    from IPython.display import display
+
+    return display
+
+
+def failure_html(what: str, exc: BaseException) -> str:
+    """One line saying which part of the report could not be drawn and why."""
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" ({Path(where.filename).name}:{where.lineno})" if where else ""
+    return (f"<p class='section-error' style='color:#b00020'>⚠ {html.escape(what)} could not be drawn: "
+            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc).splitlines()[0] if str(exc) else '')}"
+            f"{html.escape(at)}</p>")
+
+
+@contextlib.contextmanager
+def section(what: str, display: Display | None = None) -> Iterator[None]:
+    """Run the drawing of one section or chart; on failure show one line and carry on."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - one bad chart must not lose the rest of the report
+        from IPython.display import HTML
+
+        (display or _display())(HTML(failure_html(what, exc)))
+
+
+def show_chart(chart: Any, display: Display | None = None) -> None:
+    """Display one chart with the renderer chosen by ``viz.use_charts`` (SVG, inline Vega or widget)."""
+    (display or _display())(chart)
+
+
+def show_verdict(inv: Investigation) -> None:
+    """Display the verdict block (notebook helper)."""
+    from IPython.display import HTML
+
+    display = _display()
+    with section("the verdict", display):
+        display(HTML(verdict_html(inv.findings, inv.params.bundle.name)))
+        for note in inv.notes:
+            display(HTML(f"<p><i>{html.escape(note)}</i></p>"))
+
+
+def focus_of(inv: Investigation):
+    """The time range charts open on: ``time_window`` when given, else the incident (``view="incident"``),
+    else None (the whole log). Computed once per investigation."""
+    from toolkit import viz
+
+    cached = getattr(inv, "_focus", False)
+    if cached is not False:
+        return cached
+    focus = None
+    if inv.params.time_window is None and inv.params.view == "incident":
+        focus = viz.incident_window(inv.findings, viz.process_run_frame(inv.timeline, hosts=inv.hosts))
+    inv._focus = focus  # type: ignore[attr-defined]
+    return focus
+
+
+def show_findings(inv: Investigation) -> None:
+    """One section per finding: its header, evidence table, playbook and the charts of its tasks."""
+    from IPython.display import HTML
+
+    from toolkit import viz
+
+    display = _display()
+    if not inv.findings:
+        display(HTML("<p>No findings.</p>"))
+    tz = inv.params.timezone
+    for rank, f in enumerate(inv.findings, 1):
+        inv.say(f"drawing finding {rank} of {len(inv.findings)}: {f.detector}")
+        with section(f"finding {rank} ({f.detector})", display):
+            display(HTML(finding_html(rank, f)))
+            display(evidence_table(f).style.hide(axis="index"))
+            display(HTML(playbook_html(f)))
+        tasks = f.tasks or inv.tasks
+        hosts = f.hosts or inv.hosts
+        if not tasks:
+            continue
+        focus = (viz.incident_window([f], viz.process_run_frame(inv.timeline, hosts=hosts))
+                 if inv.params.time_window is None and inv.params.view == "incident" else None)
+        with section(f"the task chart of finding {rank}", display):
+            frame = viz.task_event_frame(inv.timeline, tasks=tasks, hosts=hosts, window=inv.window)
+            if not frame.empty:
+                show_chart(viz.task_lane_chart(frame, viz.finding_frame([f]), tz=tz, focus=focus,
+                                               title=f"Tasks {', '.join(tasks)}: what happened, in order"), display)
+        with section(f"the offsets chart of finding {rank}", display):
+            offsets = viz.offset_frame(inv.timeline, tasks=tasks, hosts=hosts)
+            if not offsets.empty:
+                show_chart(viz.offset_chart(offsets, tz=tz), display)
+
+
+#: Section titles of the timeline charts, by the names ``viz.timeline_charts`` gives them.
+TIMELINE_TITLES = {"threads": "Threads, rebalance generations and process ends", "tasks": "Tasks",
+                   "offsets": "Offsets: checkpoints, restorations and replayed ranges per task",
+                   "rebalances": "Rebalance activity", "migration": "NiFi table migration",
+                   "ingest": "Ingest overview"}
+
+
+def show_timeline(inv: Investigation) -> None:
+    """Every timeline chart that applies to this bundle, each drawn on its own (notebook helper)."""
+    from IPython.display import HTML
+
+    from toolkit import viz
+
+    display = _display()
+    inv.say("drawing the timeline charts")
+    with section("the time range of the charts", display):
+        focus = focus_of(inv)
+        if focus:
+            spans = "; ".join(f"{_fmt_any(a)} → {_fmt_any(b)}" for a, b in focus)
+            display(HTML(f"<p class='focus-note'><i>Charts open on the incident: {html.escape(spans)} UTC (findings "
+                         "and process crashes or stops, with context; a long quiet stretch breaks the time axis). "
+                         "Scroll or drag a chart to move and zoom in time, or re-run with <code>view=\"all\"</code> "
+                         "(<code>--all</code>) for the whole log.</i></p>"))
+    builders = viz.timeline_chart_builders(inv.timeline, hosts=inv.hosts, tasks=inv.tasks, window=inv.window,
+                                           findings=inv.findings, tz=inv.params.timezone,
+                                           records=inv.analysis.records, focus=focus_of(inv))
+    for name, build in builders.items():
+        title = TIMELINE_TITLES.get(name, name)
+        with section(f"the chart {title!r}", display):
+            chart = build()
+            if chart is not None:
+                display(HTML(f"<h3>{html.escape(title)}</h3>"))
+                show_chart(chart, display)
+    with section("the NiFi repository and state charts", display):
+        from toolkit import viz_nifi  # NiFi repositories and component state, when the bundle has them
+
+        viz_nifi.show_nifi_sections(inv.timeline, hosts=inv.hosts, window=inv.window, tz=inv.params.timezone)
+
+
+def appendix_tables(inv: Investigation, limit: int = 200) -> dict[str, pd.DataFrame]:
+    """Small tables for the appendix: table sizes, process runs, clock skew, restorations, checkpoints."""
+    tl = inv.timeline
+    out = {"timeline tables": tl.summary()}
+    for name, cols, order in (
+        ("process runs", ["host", "run_no", "product", "version", "guarantee", "start", "end", "end_kind"], ["host", "start"]),
+        ("clock skew", ["host", "reference_host", "offset_ms", "samples", "confidence", "method"], ["host"]),
+        ("restorations", ["host", "task_id", "store", "topic", "partition", "start", "end", "start_offset", "end_offset",
+                          "records", "from_scratch", "completed"], ["start"]),
+        ("checkpoints", ["host", "task_id", "topic", "partition", "ts", "kind", "offset", "origin", "source", "line_no"],
+         ["ts"]),
+    ):
+        out[name] = getattr(tl, name.replace(" ", "_")).select(*cols).orderBy(*order).limit(limit).toPandas()
+    return out
+
+
+def show_appendix(inv: Investigation) -> None:
+    """Display the appendix tables (notebook helper)."""
+    from IPython.display import HTML
+
+    display = _display()
+    inv.say("drawing the appendix")
+    with section("the appendix", display):
+        for name, table in appendix_tables(inv).items():
+            display(HTML(f"<h3>{html.escape(name.capitalize())}</h3>"))
+            display(table.style.hide(axis="index") if not table.empty else HTML("<p>(empty)</p>"))
+
+
+def show_provenance(inv: Investigation) -> None:
+    """Display where the report comes from (notebook helper)."""
+    display = _display()
+    with section("the provenance table", display):
+        display(provenance_table(inv).style.hide(axis="index"))
+
+
+def show_ingest_problems(inv: Investigation) -> None:
+    """Display what the ingest stage could not read cleanly (notebook helper)."""
+    from IPython.display import HTML
+
+    display = _display()
+    with section("the ingest problems", display):
+        problems = ingest_problems_table(inv.analysis.ingest)
+        display(problems.style.hide(axis="index") if not problems.empty else HTML("<p>None: every line was read.</p>"))
