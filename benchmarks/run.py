@@ -334,28 +334,39 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
+NO_WARM = {"first_run_s": None, "warm_s": None, "stages": {}}
+
+
+def _filled(row: dict) -> dict:
+    """A size row with empty figures for contenders a cut run did not reach."""
+    return {"cold": {}, "script": {"by_prefilter": {}, "fastest": None, "wall_s": None, "cpu_s": None},
+            "grep": {"wall_s": None, "cpu_s": None}, **row, "warm": {**NO_WARM, **row.get("warm", {})}}
+
+
 def sizes_markdown(res: dict) -> str:
     head = ("| GB | lines | grep s | script python s | script chunks s | script grep s | toolkit cold s "
             "| toolkit warm s | cold / script | warm / script | warm s per GB | re-run (cache) s | 1st / re-run "
             "| driver peak MB | JVM peak MB |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in res["sizes"]:
+    rows = [_filled(r) for r in res["sizes"]]
+    for r in rows:
         s, cold, warm = r["script"], r["cold"], r["warm"]
         by = s["by_prefilter"]
         cells = [fmt(by[p]["wall_s"]) + (" *" if p == s["fastest"] else "") if p in by else "-" for p in PREFILTERS]
         warm_s = warm["warm_s"] or warm["first_run_s"]
+        per_gb = warm_s / r["gb"] if warm_s else None
         out.append(
             f"| {r['gb']:.3f} | {r['lines']:,} | {fmt(r['grep']['wall_s'], 2)} | {' | '.join(cells)} "
-            f"| {fmt(cold.get('wall_s'))} | {fmt(warm_s)}{'' if warm['warm_s'] else ' (1st)'} "
+            f"| {fmt(cold.get('wall_s'))} | {fmt(warm_s)}{' (1st)' if warm_s and not warm['warm_s'] else ''} "
             f"| {fmt(ratio(cold.get('wall_s'), s['wall_s']), 2)} | {fmt(ratio(warm_s, s['wall_s']), 2)} "
-            f"| {fmt(warm_s / r['gb'])} | {fmt(cold.get('rerun_wall_s'))} "
+            f"| {fmt(per_gb)} | {fmt(cold.get('rerun_wall_s'))} "
             f"| {fmt(ratio(cold.get('wall_s'), cold.get('rerun_wall_s')), 2)} "
             f"| {fmt(warm.get('driver_peak_rss_mb'), 0)} | {fmt(max(filter(None, [warm.get('jvm_peak_mb'), cold.get('jvm_peak_mb')]), default=None), 0)} |")
     out += ["", "`*` = the fastest prefilter, the one the ratios use. Ratios are toolkit / script: below 1 the "
             "toolkit is faster.", "", "CPU seconds (user+system of each process tree):", "",
             "| GB | grep | script python | script chunks | script grep | toolkit cold | toolkit re-run | worker (session + runs) |",
             "|---|---|---|---|---|---|---|---|"]
-    for r in res["sizes"]:
+    for r in rows:
         by = r["script"]["by_prefilter"]
         out.append(f"| {r['gb']:.3f} | {fmt(r['grep']['cpu_s'], 2)} | "
                    + " | ".join(fmt(by.get(p, {}).get("cpu_s")) for p in PREFILTERS)
@@ -363,10 +374,10 @@ def sizes_markdown(res: dict) -> str:
                      f"| {fmt(r['warm'].get('worker_cpu_s'))} |")
     out += ["", "Warm run by stage (seconds):", ""]
     order = ["parse", "events", "timeline", "detect"]
-    names = sorted({n for r in res["sizes"] for n in r["warm"]["stages"]},
+    names = sorted({n for r in rows for n in r["warm"]["stages"]},
                    key=lambda n: (order.index(n) if n in order else len(order), n))
     out += ["| GB | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for r in res["sizes"]:
+    for r in rows:
         out.append(f"| {r['gb']:.3f} | " + " | ".join(fmt(r["warm"]["stages"].get(n)) for n in names) + " |")
     return "\n".join(out)
 
@@ -390,25 +401,25 @@ def samples_markdown(sm: dict) -> str:
 def evaluate_targets(res: dict) -> list[tuple[str, str, str]]:
     """(target, figure, verdict) rows; a target whose size was not run says so."""
     rows = []
-    sizes = res["sizes"]
+    sizes = [_filled(r) for r in res["sizes"]]
     if sizes:
         two = next((r for r in sizes if abs(r["gb"] - 2) < 0.15), None)
         at = two or sizes[-1]
         where = f"at {at['gb']:.2f} GB" + ("" if two else " (2 GB not run)")
         cold = ratio(at["cold"].get("wall_s"), at["script"]["wall_s"])
         rows.append(("cold detect <= 1.5x the fastest script (2 GB)", f"{fmt(cold, 2)}x {where}",
-                     _verdict(cold is not None and cold <= TARGETS["cold_vs_script_2gb_max"], two)))
+                     _verdict(cold, cold is not None and cold <= TARGETS["cold_vs_script_2gb_max"], two)))
         warm_s = at["warm"]["warm_s"] or at["warm"]["first_run_s"]
         warm = ratio(warm_s, at["script"]["wall_s"])
         rows.append(("warm re-analysis at least as fast as the script", f"{fmt(warm, 2)}x {where}",
-                     _verdict(warm is not None and warm <= TARGETS["warm_vs_script_max"], two)))
+                     _verdict(warm, warm is not None and warm <= TARGETS["warm_vs_script_max"], two)))
         small, large = sizes[0], sizes[-1]
-        if large is not small:
+        if large is not small and small["warm"]["first_run_s"] and large["warm"]["first_run_s"]:
             per = lambda r: r["warm"]["first_run_s"] / r["gb"]  # noqa: E731  (first runs exist at every size)
             flat = per(large) / per(small)
             rows.append(("time per GB flat from 0.5 to 4 GB (within 1.2x; first runs in a session)",
                          f"{flat:.2f}x ({large['gb']:.2f} vs {small['gb']:.2f} GB)",
-                         _verdict(flat <= TARGETS["per_gb_flat_max"], large["gb"] >= 3.5)))
+                         _verdict(flat, flat <= TARGETS["per_gb_flat_max"], large["gb"] >= 3.5)))
         reruns = [ratio(r["cold"].get("wall_s"), r["cold"].get("rerun_wall_s")) for r in sizes]
         reruns = [x for x in reruns if x]
         if reruns:
@@ -418,7 +429,7 @@ def evaluate_targets(res: dict) -> list[tuple[str, str, str]]:
     if sp:
         x = ratio(sp["local1_s"], sp["local2_s"])
         rows.append(("local[2] >= 1.7x local[1] (2 GB)", f"{fmt(x, 2)}x at {sp['gb']:.2f} GB ({sp['compared']})",
-                     _verdict(x is not None and x >= TARGETS["local2_vs_local1_min"], abs(sp["gb"] - 2) < 0.15)))
+                     _verdict(x, x is not None and x >= TARGETS["local2_vs_local1_min"], abs(sp["gb"] - 2) < 0.15)))
     sm = res.get("samples")
     if sm:
         cold = {n: c["wall_s"] for n, c in sm["detect_cold"].items()}
@@ -439,7 +450,9 @@ def evaluate_targets(res: dict) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _verdict(ok: bool, at_target_size) -> str:
+def _verdict(figure, ok: bool, at_target_size) -> str:
+    if figure is None:
+        return "not measured"
     return ("met" if ok else "missed") + ("" if at_target_size else " (at a smaller size)")
 
 
@@ -469,6 +482,11 @@ def render_markdown(res: dict) -> str:
 def save(res: dict, name: str) -> None:
     RESULTS_DIR.mkdir(exist_ok=True)
     (RESULTS_DIR / name).write_text(json.dumps(res, indent=2, default=str))
+
+
+def say_saved(res: dict, name: str, message: str) -> None:
+    save(res, f"{name}.partial.json")
+    print(f"   [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -522,16 +540,18 @@ def main(argv: list[str] | None = None) -> int:
             files = log_files(ds.path)
             print(f"== {ds.gb:.3f} GB, {ds.lines:,} lines, {len(files)} files: {ds.path}", file=sys.stderr, flush=True)
             row = {"gb": ds.gb, "bytes": ds.bytes, "lines": ds.lines, "bundle": str(ds.path)}
+            res["sizes"].append(row)  # saved after every contender: a run cut short keeps what it measured
             row["grep"] = run_grep(files)
             row["script"] = run_script(ds.path, prefilters)
+            say_saved(res, args.name, f"grep {row['grep']}; script {row['script']}")
             row["cold"] = run_detect_cold(ds.path, scratch, twice=args.rerun_max_gb is None or gb <= args.rerun_max_gb)
+            say_saved(res, args.name, f"cold {row['cold']}")
             repeat = 1 if args.warm_max_gb is not None and gb > args.warm_max_gb else 2
             worker = run_worker([ds.path], scratch, "local[2]", repeat, args.driver_memory)
             row["warm"] = {**summarize_runs(worker["runs"]), "session_s": worker["session_s"],
                            "driver_peak_rss_mb": worker["driver_peak_rss_mb"], "jvm_peak_mb": worker["jvm_peak_mb"],
                            "worker_cpu_s": worker["worker_cpu_s"]}
-            res["sizes"].append(row)
-            save(res, f"{args.name}.partial.json")
+            say_saved(res, args.name, f"warm {row['warm']}")
             print(f"   grep {row['grep']['wall_s']:.2f}s  script {row['script']['wall_s']:.1f}s "
                   f"({row['script']['fastest']})  cold {row['cold']['wall_s']:.1f}s  "
                   f"warm {fmt(row['warm']['warm_s'])}s", file=sys.stderr, flush=True)
@@ -545,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
                               "local2_s": row["warm"][key], "local1_cpu_s": one["worker_cpu_s"],
                               "local2_cpu_s": row["warm"]["worker_cpu_s"],
                               "compared": "warm (2nd) runs" if key == "warm_s" else "first runs in a fresh session"}
-            save(res, f"{args.name}.partial.json")
+            say_saved(res, args.name, f"speedup {res['speedup']}")
         if samples:
             res["samples"] = run_samples(samples, report_samples, scratch, args.driver_memory, not args.no_serve)
     finally:

@@ -212,7 +212,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                      "(they use it while it runs, unless --master/--remote says otherwise).")
     p.add_argument("action", choices=("start", "stop", "status"))
     p.add_argument("--master", default="local[*]", help="where the server runs its work (default local[*])")
-    p.add_argument("--driver-memory", help="JVM heap of the server (default: a quarter of RAM, 1g to 8g)")
+    p.add_argument("--driver-memory", help="JVM heap of the server (default: an eighth of RAM, 1g to 4g)")
     p.add_argument("--port", type=int, help="loopback port (default: a free one)")
     return p
 
