@@ -24,12 +24,15 @@ def _run(args: list[str], env: dict, timeout: float = 900) -> subprocess.Complet
 
 
 @pytest.fixture
-def serve_env(tmp_path):
+def serve_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path / "cache"))
     env = {k: v for k, v in os.environ.items()
            if k not in ("SPARK_REMOTE", "SPARK_MASTER", "SPARK_CONNECT_MODE_ENABLED")}
-    env.update(STREAM_INCIDENT_CACHE=str(tmp_path / "cache"), SPARK_LOCAL_IP="127.0.0.1")
+    env.update(SPARK_LOCAL_IP="127.0.0.1")
     yield env
-    _run(["serve", "stop"], env, timeout=120)  # never leave a JVM behind, even when a check failed
+    from toolkit import serve
+
+    serve.stop()  # never leave a JVM behind, even when a check failed (in-process: no interpreter start)
 
 
 @pytest.mark.connect
@@ -53,7 +56,6 @@ def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, t
     # An explicit --master (or $SPARK_MASTER) wins over the running server.
     from toolkit.cli import build_parser, use_running_server
 
-    monkeypatch.setenv("STREAM_INCIDENT_CACHE", serve_env["STREAM_INCIDENT_CACHE"])
     monkeypatch.delenv("SPARK_MASTER", raising=False)
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     for argv, remote in ((["detect", str(SAMPLE), "--quiet"], f"sc://127.0.0.1:{state['port']}"),
@@ -67,7 +69,7 @@ def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, t
     use_running_server(args)
     assert args.remote is None
 
-    stopped = _run(["serve", "stop"], serve_env, timeout=120)
+    stopped = _run(["serve", "stop"], serve_env)
     assert stopped.returncode == 0 and f"pid {state['pid']}" in stopped.stdout
     assert not Path(f"/proc/{state['pid']}").exists()
     assert _run(["serve", "status"], serve_env).returncode == 3
