@@ -13,9 +13,10 @@ A stage whose entry point is missing or whose signature we cannot satisfy is rep
 with the reason, instead of failing the benchmark. Lazy DataFrames are forced with Spark's ``noop``
 writer, which runs the whole plan without writing anything, so a stage is timed for all its work.
 
-As a worker (``python benchmarks/pipeline.py BUNDLE --master local[2] --repeat 2``) it starts a
-session, runs the pipeline ``--repeat`` times on fresh output folders and prints one JSON line:
-session start time, per-run stage times, and the peak memory of this Python driver process.
+As a worker (``python benchmarks/pipeline.py BUNDLE [BUNDLE ...] --master local[2] --repeat 2``) it
+starts a session, runs the pipeline ``--repeat`` times per bundle on fresh output folders and prints
+one JSON line: session start time, per-run stage times (``runs`` for the first bundle, ``by_bundle``
+for all), and the peak memory of this Python driver process.
 """
 
 from __future__ import annotations
@@ -238,7 +239,7 @@ def peak_rss_mb() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Time the toolkit pipeline in one process (prints JSON).")
-    parser.add_argument("bundle", type=Path)
+    parser.add_argument("bundle", type=Path, nargs="+", help="one or more bundles, each run --repeat times")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--repeat", type=int, default=2, help="runs in the same session (run 1 is cold-ish)")
     parser.add_argument("--scratch", type=Path, required=True, help="folder for per-run output (deleted after)")
@@ -253,25 +254,32 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_spark(master=args.master, conf=conf)
     session_s = time.perf_counter() - t0
 
-    run_no = 0
+    by_bundle: dict[str, list[dict]] = {}
+    stage_sets = []
+    for n, bundle in enumerate(args.bundle):
+        run_dir = args.scratch / f"bundle-{n}"
+        counter = {"run": 0}
 
-    def fresh_out() -> Path:
-        out = args.scratch / f"run-{run_no}"
-        shutil.rmtree(out, ignore_errors=True)
-        return out
+        def fresh_out(run_dir=run_dir, counter=counter) -> Path:
+            out = run_dir / f"run-{counter['run']}"
+            shutil.rmtree(out, ignore_errors=True)
+            return out
 
-    stages, cache_switch = discover_stages(spark, args.bundle, fresh_out, args.scratch, args.use_cache)
-    runs = []
-    for run_no in range(1, args.repeat + 1):
-        runs.append(run_once(stages).stages)
-        shutil.rmtree(args.scratch / f"run-{run_no}", ignore_errors=True)
+        stages, cache_switch = discover_stages(spark, bundle, fresh_out, run_dir, args.use_cache)
+        stage_sets.append(stages)
+        runs = []
+        for counter["run"] in range(1, args.repeat + 1):
+            runs.append(run_once(stages).stages)
+            shutil.rmtree(run_dir / f"run-{counter['run']}", ignore_errors=True)
+        by_bundle[bundle.name] = runs
     print(json.dumps({
         "master": args.master,
         "spark_version": spark.version,
         "import_s": t0 - T_PROCESS_START,
         "session_s": session_s,
-        "runs": runs,
-        "skipped": {s.name: s.skipped for s in stages if s.run is None},
+        "runs": next(iter(by_bundle.values())),
+        "by_bundle": by_bundle,
+        "skipped": {s.name: s.skipped for s in stage_sets[0] if s.run is None},
         "cache_switch": cache_switch,
         "driver_peak_rss_mb": peak_rss_mb(),
     }), flush=True)

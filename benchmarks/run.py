@@ -1,23 +1,28 @@
-"""Throughput and scaling of the toolkit against a plain-Python baseline and ``grep``, in one command.
+"""The toolkit against ``grep`` and the script an engineer writes instead, on the same bundles, in one run.
 
-    python benchmarks/run.py --sizes 0.5,1,2,4     # the real measurement (GB of log text)
-    python benchmarks/run.py --quick               # tiny bundles: a smoke run in a few minutes
+    python benchmarks/run.py --sizes 0.5,1,2,4          # the full measurement (GB of log text)
+    python benchmarks/run.py --quick                    # smallest generated bundle, two samples
+    python benchmarks/run.py --sizes 0.5 --no-samples   # one size, no small-bundle figures
 
 For every size, on the same files (``benchmarks/data/``, generated once by ``datasets.py``):
 
-* ``grep``      ``LC_ALL=C grep -c -F`` with the core event keywords: one physical pass over the bytes;
-* ``baseline``  ``benchmarks/baseline.py``: one process, one regex alternation, pandas;
-* ``cli cold``  ``stream-incident parse BUNDLE --out DIR`` in a fresh process, then the same command
-                again (the parse cache's effect: first / second);
-* ``pipeline``  every pipeline stage that exists (``benchmarks/pipeline.py``) in a fresh worker process:
-                *cold* = imports + session start + first run, *warm* = second run in the same session;
-* ``local[1]``  the same warm run with one core, at one size, for the parallel speedup.
+* ``grep``      ``LC_ALL=C grep -c -F`` with the script's literal phrases: one pass over the bytes;
+* ``script``    ``benchmarks/baseline.py`` with each of its three prefilters (``python``, ``chunks``,
+                ``grep``); the toolkit is compared with the FASTEST of the three, and each is shown;
+* ``cold``      ``stream-incident detect BUNDLE`` as a fresh process with an empty parse cache (Spark
+                start included), then the same command again (the parse cache's re-run ratio);
+* ``warm``      ``benchmarks/pipeline.py``: analyse + detectors twice in one session, parse cache off;
+                warm = the second run (a re-analysis in the same session);
+* ``local[1]``  the same worker with one core at one size, for the parallel speedup.
 
-Peak memory: the Python driver from ``ru_maxrss`` inside the worker, the JVM from psutil, sampling the
-worker's java child in a background thread (psutil is optional; without it JVM peaks show ``n/a``).
+Small bundles (every shipped sample, ``sample_logs/*``): ``detect`` and ``report`` cold (fresh
+process, no parse cache), ``detect`` warm in one session (second run of the worker), and ``detect``
+through a running ``stream-incident serve`` server (after one warm-up run there).
 
-Figures go to stdout and to ``benchmarks/results/latest.{json,md}``; RESULTS.md is written from them.
-Benchmarks print figures; they are never pass/fail tests.
+Peak memory: the Python driver from ``ru_maxrss`` inside the worker; the JVM by sampling the java
+children with psutil. CPU seconds of each process tree are recorded beside wall seconds: on a shared
+machine they are the steadier figure. Results go to ``benchmarks/results/latest.{json,md}``.
+Benchmarks print figures and the targets' verdicts; they never fail on a number.
 """
 
 from __future__ import annotations
@@ -26,13 +31,13 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,7 +45,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import datasets  # noqa: E402  (benchmarks/ is not a package)
-from baseline import log_files  # noqa: E402
+from baseline import PHRASES, log_files  # noqa: E402
 
 try:
     import psutil
@@ -51,21 +56,20 @@ PYTHON = sys.executable
 CLI = str(Path(sys.executable).with_name("stream-incident"))
 SCRATCH = HERE / "data" / "scratch"
 RESULTS_DIR = HERE / "results"
-QUICK_SIZES = "0.1,0.2"  # the smallest bundles the generator writes (~85 MB of story) and twice that
-# What grep looks for: literal keywords of the same core events the baseline's regex finds.
-GREP_KEYWORDS = ("State transition from", "Successfully joined group", "revoked", "Revoking active tasks",
-                 "assigned partitions", "Handle new assignment", "Failed to lock the state directory",
-                 "lock exception", "Deleting obsolete state directory", "checkpoint", "restoration",
-                 "Finished restoring", "Restored and ready to run", "corrupt")
+SAMPLES_DIR = REPO / "sample_logs"
+QUICK_SIZES = "0.1"
+PREFILTERS = ("python", "chunks", "grep")
 
-# Targets of the "Performance and scale" issue on the 2-core reference machine.
+# The "done when" of the speed work, measured on the 2-core reference machine.
 TARGETS = {
-    "warm_vs_baseline_2gb": 1.5,
-    "local2_vs_local1": 1.7,
-    "linearity_max": 1.2,
-    "driver_memory_flat_max": 1.2,
-    "report_cold_max_s": 60.0,
-    "cache_speedup": 3.0,
+    "cold_vs_script_2gb_max": 1.5,   # cold detect at 2 GB <= 1.5x the fastest script
+    "warm_vs_script_max": 1.0,       # warm re-analysis at least as fast as the fastest script
+    "per_gb_flat_max": 1.2,          # time per GB at the largest size within 1.2x of the smallest
+    "local2_vs_local1_min": 1.7,     # at 2 GB
+    "sample_detect_cold_max_s": 20.0,
+    "sample_detect_warm_max_s": 5.0,
+    "sample_report_cold_max_s": 45.0,
+    "cache_rerun_min": 5.0,          # first / second run on an unchanged bundle
 }
 
 
@@ -74,7 +78,7 @@ TARGETS = {
 
 @dataclass
 class Watched:
-    """A finished child process: wall time, output, and sampled peak memory (MB)."""
+    """A finished child process: wall time, output, sampled peak memory (MB) and CPU seconds."""
 
     seconds: float
     returncode: int
@@ -82,13 +86,11 @@ class Watched:
     stderr: str
     python_peak_mb: float | None = None
     jvm_peak_mb: float | None = None
-    cpu_s: float | None = None  # user+system CPU of the process tree: robust to a shared machine
+    cpu_s: float | None = None  # user+system CPU of the process tree
 
 
-class MemorySampler(threading.Thread):
-    """Samples RSS of a process (the Python driver) and of its java descendants (the JVM), and the
-    CPU time of the whole tree (last value seen per process; on a loaded machine CPU seconds compare
-    better than wall seconds)."""
+class Sampler(threading.Thread):
+    """Samples RSS of a process and of its java descendants, and the CPU time of the whole tree."""
 
     def __init__(self, pid: int, interval: float = 0.25):
         super().__init__(daemon=True)
@@ -106,32 +108,33 @@ class MemorySampler(threading.Thread):
             try:
                 self.python_peak = max(self.python_peak, root.memory_info().rss)
                 tree = [root, *root.children(recursive=True)]
-                jvm = sum(c.memory_info().rss for c in tree[1:] if c.name() == "java")
-                self.jvm_peak = max(self.jvm_peak, jvm)
+                self.jvm_peak = max(self.jvm_peak, sum(c.memory_info().rss for c in tree[1:] if c.name() == "java"))
                 for proc in tree:
                     t = proc.cpu_times()
-                    self.cpu_by_pid[proc.pid] = t.user + t.system
+                    # children_* holds reaped grandchildren (grep under the script, for instance)
+                    self.cpu_by_pid[proc.pid] = t.user + t.system + t.children_user + t.children_system
             except psutil.Error:
                 pass  # a child came or went between listing and reading
             self.done.wait(self.interval)
 
 
-def watch(cmd: list[str], *, env: dict | None = None, label: str = "") -> Watched:
+def watch(cmd: list[str], *, env: dict | None = None, label: str = "", unset: tuple[str, ...] = ()) -> Watched:
+    """Run ``cmd`` to the end with ``env`` added to (and ``unset`` removed from) this environment."""
     print(f"    {label or cmd[0]}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+    full = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env={**os.environ, **(env or {})})
-    sampler = MemorySampler(proc.pid) if psutil else None
+                            env=full)
+    sampler = Sampler(proc.pid) if psutil else None
     if sampler:
         sampler.start()
     out, err = proc.communicate()
     seconds = time.perf_counter() - t0
-    if sampler:
-        sampler.done.set()
-        sampler.join()
-    mb = (lambda b: b / 2**20 if b else None)
     if not sampler:
         return Watched(seconds, proc.returncode, out, err)
+    sampler.done.set()
+    sampler.join()
+    mb = (lambda b: b / 2**20 if b else None)
     return Watched(seconds, proc.returncode, out, err, mb(sampler.python_peak), mb(sampler.jvm_peak),
                    sum(sampler.cpu_by_pid.values()))
 
@@ -144,95 +147,156 @@ def last_json(text: str) -> dict:
 
 
 def check(w: Watched, what: str) -> None:
-    if w.returncode != 0:
+    if w.returncode not in (0, 4):  # 4 = detect --fail-on matched, not a failure
         tail = "\n".join(w.stderr.strip().splitlines()[-15:])
         raise SystemExit(f"{what} failed (exit {w.returncode}):\n{tail}")
+
+
+def no_server_env() -> dict:
+    """Environment for a command that must start its own Spark (a running serve server is not used)."""
+    return {"SPARK_MASTER": "local[*]"}
+
+
+NO_REMOTE = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
 
 
 # --------------------------------------------------------------------------- the contenders
 
 
-def run_grep(files: list[Path]) -> float:
-    """Wall seconds of one grep -c pass over all files (zcat | grep for gzipped ones).
+def run_grep(files: list[Path]) -> dict:
+    """One ``grep -c -F`` pass over all files (zcat | grep for gzipped ones).
 
-    Output goes to a pipe, not /dev/null: GNU grep stops at the first match when it sees its output
-    is /dev/null, which would time nothing.
+    Output goes to a pipe, not /dev/null: GNU grep stops at the first match when its output is
+    /dev/null, which would time nothing.
     """
-    args = [a for k in GREP_KEYWORDS for a in ("-e", k)]
+    args = [a for k in PHRASES for a in ("-e", k)]
     plain = [str(f) for f in files if f.suffix != ".gz"]
-    t0 = time.perf_counter()
+    env = {**os.environ, "LC_ALL": "C"}
+    t0, c0 = time.perf_counter(), os.times()
     if plain:
-        subprocess.run(["grep", "-c", "-i", "-F", *args, *plain], stdout=subprocess.PIPE,
-                       env={**os.environ, "LC_ALL": "C"}, check=False)
+        subprocess.run(["grep", "-c", "-F", *args, *plain], stdout=subprocess.PIPE, env=env, check=False)
     for gz in (f for f in files if f.suffix == ".gz"):
         zcat = subprocess.Popen(["zcat", str(gz)], stdout=subprocess.PIPE)
-        subprocess.run(["grep", "-c", "-i", "-F", *args], stdin=zcat.stdout, stdout=subprocess.PIPE,
-                       env={**os.environ, "LC_ALL": "C"}, check=False)
+        subprocess.run(["grep", "-c", "-F", *args], stdin=zcat.stdout, stdout=subprocess.PIPE, env=env, check=False)
         zcat.wait()
-    return time.perf_counter() - t0
+    c1 = os.times()
+    return {"wall_s": time.perf_counter() - t0,
+            "cpu_s": (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)}
 
 
-def run_baseline(bundle: Path) -> dict:
-    w = watch([PYTHON, str(HERE / "baseline.py"), str(bundle), "--json"], label="baseline")
-    check(w, "baseline")
-    return {**last_json(w.stdout), "wall_s": w.seconds, "cpu_s": w.cpu_s}
+def run_script(bundle: Path, prefilters: tuple[str, ...]) -> dict:
+    """baseline.py with each prefilter; ``fastest`` names the one with the least wall time."""
+    out = {}
+    for prefilter in prefilters:
+        w = watch([PYTHON, str(HERE / "baseline.py"), str(bundle), "--json", "--prefilter", prefilter],
+                  label=f"script ({prefilter})")
+        check(w, f"baseline.py --prefilter {prefilter}")
+        res = last_json(w.stdout)
+        out[prefilter] = {"wall_s": w.seconds, "cpu_s": w.cpu_s, "events": res["events"],
+                          "peak_mb": w.python_peak_mb}
+    fastest = min(out, key=lambda p: out[p]["wall_s"])
+    return {"by_prefilter": out, "fastest": fastest, "wall_s": out[fastest]["wall_s"],
+            "cpu_s": out[fastest]["cpu_s"]}
 
 
-def run_cli_twice(bundle: Path, scratch: Path) -> dict:
-    """Cold CLI parse, then the identical command again (what a parse cache speeds up)."""
-    out, cache_dir = scratch / "cli", scratch / "cli-cache"
-    shutil.rmtree(out, ignore_errors=True)
-    shutil.rmtree(cache_dir, ignore_errors=True)  # the first run must not find an older cache
-    cmd = [CLI, "parse", str(bundle), "--out", str(out), "--quiet"]
-    if "--cache-dir" in subprocess.run([CLI, "parse", "--help"], capture_output=True, text=True).stdout:
-        cmd += ["--cache-dir", str(cache_dir)]
-    env = {"STREAM_INCIDENT_CACHE": str(cache_dir)}
-    first = watch(cmd, env=env, label="cli parse (1st)")
-    check(first, "stream-incident parse")
-    second = watch(cmd, env=env, label="cli parse (2nd)")
-    check(second, "stream-incident parse (second run)")
+def run_detect_cold(bundle: Path, scratch: Path, twice: bool) -> dict:
+    """``stream-incident detect`` in a fresh process on an empty parse cache; with ``twice`` the
+    same command again on the now filled cache (the re-run on an unchanged bundle)."""
+    out, cache_dir = scratch / "detect-out", scratch / "detect-cache"
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(cache_dir, ignore_errors=True)
-    return {"first_s": first.seconds, "second_s": second.seconds, "first_cpu_s": first.cpu_s,
-            "second_cpu_s": second.cpu_s, "jvm_peak_mb": first.jvm_peak_mb, "python_peak_mb": first.python_peak_mb}
-
-
-def run_pipeline(bundle: Path, scratch: Path, master: str, driver_memory: str | None, repeat: int = 2) -> dict:
-    cmd = [PYTHON, str(HERE / "pipeline.py"), str(bundle), "--master", master, "--repeat", str(repeat),
-           "--scratch", str(scratch / "pipeline")]
-    if driver_memory:
-        cmd += ["--driver-memory", driver_memory]
-    w = watch(cmd, label=f"pipeline {master}")
-    check(w, f"pipeline worker ({master})")
-    res = last_json(w.stdout)
-    first, last = res["runs"][0], res["runs"][-1]
-    res["cold_s"] = res["import_s"] + res["session_s"] + sum(first.values())
-    res["first_run_s"] = sum(first.values())
-    res["warm_s"] = sum(last.values()) if len(res["runs"]) > 1 else None
-    res["warm_stages"] = last
-    res["jvm_peak_mb"] = w.jvm_peak_mb
-    res["worker_cpu_s"] = w.cpu_s  # both runs plus session start
-    res["python_sampled_peak_mb"] = w.python_peak_mb
+    cmd = [CLI, "detect", str(bundle), "--out", str(out), "--format", "json", "--quiet", "--cache-dir", str(cache_dir)]
+    env = no_server_env()
+    first = watch(cmd, env=env, label="detect cold", unset=NO_REMOTE)
+    check(first, "stream-incident detect")
+    res = {"wall_s": first.seconds, "cpu_s": first.cpu_s, "jvm_peak_mb": first.jvm_peak_mb,
+           "python_peak_mb": first.python_peak_mb,
+           "detectors": json.loads(first.stdout)["summary"]["detectors"]}
+    if twice:
+        shutil.rmtree(out, ignore_errors=True)
+        second = watch(cmd, env=env, label="detect again (parse cache)", unset=NO_REMOTE)
+        check(second, "stream-incident detect (second run)")
+        res.update(rerun_wall_s=second.seconds, rerun_cpu_s=second.cpu_s)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(cache_dir, ignore_errors=True)
     return res
 
 
-def cli_has(command: str) -> bool:
-    """True if ``stream-incident --help`` lists ``command`` as a subcommand."""
-    help_text = subprocess.run([CLI, "--help"], capture_output=True, text=True).stdout
-    return re.search(rf"^\s{{2,6}}{re.escape(command)}(\s|$)", help_text, re.M) is not None
+def run_worker(bundles: list[Path], scratch: Path, master: str, repeat: int, driver_memory: str | None) -> dict:
+    """benchmarks/pipeline.py: every bundle analysed and detected ``repeat`` times in one session."""
+    cmd = [PYTHON, str(HERE / "pipeline.py"), *map(str, bundles), "--master", master, "--repeat", str(repeat),
+           "--scratch", str(scratch / "pipeline")]
+    if driver_memory:
+        cmd += ["--driver-memory", driver_memory]
+    w = watch(cmd, env=no_server_env(), label=f"worker {master}", unset=NO_REMOTE)
+    check(w, f"pipeline worker ({master})")
+    res = last_json(w.stdout)
+    res.update(jvm_peak_mb=w.jvm_peak_mb, worker_cpu_s=w.cpu_s, worker_wall_s=w.seconds)
+    return res
 
 
-def run_report(sample: str) -> dict:
-    if not cli_has("report"):
-        return {"skipped": "stream-incident has no 'report' command yet"}
-    bundle = REPO / "sample_logs" / sample
-    out = SCRATCH / "report"
-    shutil.rmtree(out, ignore_errors=True)
-    w = watch([CLI, "report", str(bundle), "--out", str(out)], label="report")
-    shutil.rmtree(out, ignore_errors=True)
-    if w.returncode != 0:
-        return {"skipped": f"report failed (exit {w.returncode}): {w.stderr.strip().splitlines()[-1:]}"}
-    return {"sample": sample, "cold_s": w.seconds, "jvm_peak_mb": w.jvm_peak_mb}
+def summarize_runs(runs: list[dict]) -> dict:
+    first, last = runs[0], runs[-1]
+    return {"first_run_s": sum(first.values()), "warm_s": sum(last.values()) if len(runs) > 1 else None,
+            "stages": last}
+
+
+def run_samples(samples: list[str], report_samples: list[str], scratch: Path, driver_memory: str | None,
+                serve: bool) -> dict:
+    """Small-bundle figures: detect/report cold, detect warm in a session, detect through serve."""
+    res: dict = {"detect_cold": {}, "report_cold": {}, "detect_warm": {}, "serve": {}}
+    for name in samples:
+        cold = run_detect_cold(SAMPLES_DIR / name, scratch, twice=False)
+        res["detect_cold"][name] = cold
+        expected = json.loads((SAMPLES_DIR / name / "EXPECTED.json").read_text()).get("detectors", [])
+        cold["expected"] = expected
+        cold["expected_found"] = set(expected) <= set(cold["detectors"])
+    for name in report_samples:
+        out = scratch / "report"
+        shutil.rmtree(out, ignore_errors=True)
+        w = watch([CLI, "report", str(SAMPLES_DIR / name), "--out", str(out), "--quiet"], env=no_server_env(),
+                  label="report cold", unset=NO_REMOTE)
+        res["report_cold"][name] = ({"wall_s": w.seconds, "cpu_s": w.cpu_s} if w.returncode == 0
+                                    else {"failed": w.stderr.strip().splitlines()[-1:]})
+        shutil.rmtree(out, ignore_errors=True)
+    worker = run_worker([SAMPLES_DIR / n for n in samples], scratch, "local[2]", 2, driver_memory)
+    for name, runs in worker["by_bundle"].items():
+        res["detect_warm"][name] = summarize_runs(runs)
+    res["warm_session_s"] = worker["session_s"]
+    if serve:
+        res["serve"] = run_serve(samples, report_samples, scratch)
+    return res
+
+
+def run_serve(samples: list[str], report_samples: list[str], scratch: Path) -> dict:
+    """Start ``stream-incident serve`` (its own cache dir), detect each sample twice through it, stop it."""
+    env = {"STREAM_INCIDENT_CACHE": str(scratch / "serve-cache")}
+    unset = ("SPARK_MASTER", *NO_REMOTE)
+    env_all = {k: v for k, v in {**os.environ, **env}.items() if k not in unset}
+    t0 = time.perf_counter()
+    started = subprocess.run([CLI, "serve", "start", "--master", "local[2]"], capture_output=True, text=True,
+                             env=env_all, cwd=REPO)
+    res: dict = {"start_s": time.perf_counter() - t0, "detect": {}, "report": {}}
+    if started.returncode != 0:
+        res["failed"] = started.stderr.strip().splitlines()[-3:]
+        return res
+    try:
+        for name in samples:
+            cmd = [CLI, "detect", str(SAMPLES_DIR / name), "--format", "json", "--quiet", "--no-cache"]
+            first = watch(cmd, env=env, unset=unset, label="detect via serve (1st)")
+            again = watch(cmd, env=env, unset=unset, label="detect via serve (2nd)")
+            res["detect"][name] = {"first_s": first.seconds, "wall_s": again.seconds, "cpu_s": again.cpu_s,
+                                   "ok": first.returncode == again.returncode == 0}
+        for name in report_samples:
+            out = scratch / "report-serve"
+            shutil.rmtree(out, ignore_errors=True)
+            w = watch([CLI, "report", str(SAMPLES_DIR / name), "--out", str(out), "--quiet"], env=env,
+                      unset=unset, label="report via serve")
+            res["report"][name] = {"wall_s": w.seconds, "cpu_s": w.cpu_s, "ok": w.returncode == 0}
+            shutil.rmtree(out, ignore_errors=True)
+    finally:
+        subprocess.run([CLI, "serve", "stop"], capture_output=True, text=True, env=env_all, cwd=REPO)
+    return res
 
 
 # --------------------------------------------------------------------------- machine and figures
@@ -252,15 +316,12 @@ def machine() -> dict:
                   if ln.startswith("MemTotal"))
     import pyspark
 
-    return {
-        "nproc": os.cpu_count(),
-        "memory_gb": round(mem_kb / 2**20, 1),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "java": cmd("java", "-version").splitlines()[0],
-        "spark": pyspark.__version__,
-        "loadavg": Path("/proc/loadavg").read_text().strip(),
-    }
+    from toolkit.spark import default_driver_memory
+
+    return {"nproc": os.cpu_count(), "memory_gb": round(mem_kb / 2**20, 1), "cpu": cpu,
+            "python": platform.python_version(), "java": cmd("java", "-version").splitlines()[0],
+            "spark": pyspark.__version__, "driver_memory": default_driver_memory(),
+            "loadavg": Path("/proc/loadavg").read_text().strip()}
 
 
 def fmt(x, digits: int = 1, none: str = "n/a") -> str:
@@ -273,222 +334,248 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
-def figures_markdown(res: dict) -> str:
-    rows = res["sizes"]
-    head = ("| GB | lines | grep s | baseline s | CLI parse cold s | pipeline cold s | pipeline warm s "
-            "| warm MB/s | warm lines/s | baseline / warm | grep / warm | warm s per GB "
-            "| driver peak MB | JVM peak MB | cache 1st/2nd |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+NO_WARM = {"first_run_s": None, "warm_s": None, "stages": {}}
+
+
+def _filled(row: dict) -> dict:
+    """A size row with empty figures for contenders a cut run did not reach."""
+    return {"cold": {}, "script": {"by_prefilter": {}, "fastest": None, "wall_s": None, "cpu_s": None},
+            "grep": {"wall_s": None, "cpu_s": None}, **row, "warm": {**NO_WARM, **row.get("warm", {})}}
+
+
+def sizes_markdown(res: dict) -> str:
+    head = ("| GB | lines | grep s | script python s | script chunks s | script grep s | toolkit cold s "
+            "| toolkit warm s | cold / script | warm / script | warm s per GB | re-run (cache) s | 1st / re-run "
+            "| driver peak MB | JVM peak MB |")
+    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    rows = [_filled(r) for r in res["sizes"]]
     for r in rows:
-        warm = r["pipeline"]["warm_s"] or r["pipeline"]["first_run_s"]  # first run where no warm run was made
-        base = r["baseline"]["seconds"]
-        base_txt = fmt(base) + (" (extrap.)" if r["baseline"].get("extrapolated") else "")
-        lines.append(
-            f"| {r['gb']:.3f} | {r['lines']:,} | {fmt(r['grep_s'], 2)} | {base_txt} | {fmt(r['cli']['first_s'])} "
-            f"| {fmt(r['pipeline']['cold_s'])} | {fmt(warm)}{'' if r['pipeline']['warm_s'] else ' (1st run)'} | {fmt(r['bytes'] / 1e6 / warm)} "
-            f"| {fmt(r['lines'] / warm, 0)} | {fmt(ratio(base, warm), 2)} | {fmt(ratio(r['grep_s'], warm), 3)} "
-            f"| {fmt(warm / r['gb'])} | {fmt(r['pipeline']['driver_peak_rss_mb'], 0)} "
-            f"| {fmt(r['pipeline']['jvm_peak_mb'], 0)} | {fmt(ratio(r['cli']['first_s'], r['cli']['second_s']), 2)} |"
-        )
-    return "\n".join(lines)
-
-
-def stages_markdown(res: dict) -> str:
+        s, cold, warm = r["script"], r["cold"], r["warm"]
+        by = s["by_prefilter"]
+        cells = [fmt(by[p]["wall_s"]) + (" *" if p == s["fastest"] else "") if p in by else "-" for p in PREFILTERS]
+        warm_s = warm["warm_s"] or warm["first_run_s"]
+        per_gb = warm_s / r["gb"] if warm_s else None
+        out.append(
+            f"| {r['gb']:.3f} | {r['lines']:,} | {fmt(r['grep']['wall_s'], 2)} | {' | '.join(cells)} "
+            f"| {fmt(cold.get('wall_s'))} | {fmt(warm_s)}{' (1st)' if warm_s and not warm['warm_s'] else ''} "
+            f"| {fmt(ratio(cold.get('wall_s'), s['wall_s']), 2)} | {fmt(ratio(warm_s, s['wall_s']), 2)} "
+            f"| {fmt(per_gb)} | {fmt(cold.get('rerun_wall_s'))} "
+            f"| {fmt(ratio(cold.get('wall_s'), cold.get('rerun_wall_s')), 2)} "
+            f"| {fmt(warm.get('driver_peak_rss_mb'), 0)} | {fmt(max(filter(None, [warm.get('jvm_peak_mb'), cold.get('jvm_peak_mb')]), default=None), 0)} |")
+    out += ["", "`*` = the fastest prefilter, the one the ratios use. Ratios are toolkit / script: below 1 the "
+            "toolkit is faster.", "", "CPU seconds (user+system of each process tree):", "",
+            "| GB | grep | script python | script chunks | script grep | toolkit cold | toolkit re-run | worker (session + runs) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        by = r["script"]["by_prefilter"]
+        out.append(f"| {r['gb']:.3f} | {fmt(r['grep']['cpu_s'], 2)} | "
+                   + " | ".join(fmt(by.get(p, {}).get("cpu_s")) for p in PREFILTERS)
+                   + f" | {fmt(r['cold'].get('cpu_s'))} | {fmt(r['cold'].get('rerun_cpu_s'))} "
+                     f"| {fmt(r['warm'].get('worker_cpu_s'))} |")
+    out += ["", "Warm run by stage (seconds):", ""]
     order = ["parse", "events", "timeline", "detect"]
-    names = sorted({n for r in res["sizes"] for n in r["pipeline"]["warm_stages"]},
+    names = sorted({n for r in rows for n in r["warm"]["stages"]},
                    key=lambda n: (order.index(n) if n in order else len(order), n))
-    out = ["| GB | " + " | ".join(f"{n} s" for n in names) + " |", "|---|" + "---|" * len(names)]
-    for r in res["sizes"]:
-        st = r["pipeline"]["warm_stages"]
-        out.append(f"| {r['gb']:.3f} | " + " | ".join(fmt(st.get(n), 1) for n in names) + " |")
-    skipped = res["sizes"][0]["pipeline"]["skipped"] if res["sizes"] else {}
-    for name, why in skipped.items():
-        out.append(f"\n_{name}: skipped ({why})_")
+    out += ["| GB | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for r in rows:
+        out.append(f"| {r['gb']:.3f} | " + " | ".join(fmt(r["warm"]["stages"].get(n)) for n in names) + " |")
     return "\n".join(out)
 
 
-def evaluate_targets(res: dict) -> list[tuple[str, str, str, str]]:
-    """(target, figure, met?, note) rows; figures missing at this run's sizes say so."""
+def samples_markdown(sm: dict) -> str:
+    out = ["| sample | detect cold s (CPU s) | detect warm s | detect via serve s | report cold s | report via serve s | expected findings |",
+           "|---|---|---|---|---|---|---|"]
+    for name, cold in sm["detect_cold"].items():
+        warm = sm["detect_warm"].get(name, {})
+        srv = sm.get("serve", {}).get("detect", {}).get(name, {})
+        rep = sm["report_cold"].get(name, {})
+        rsrv = sm.get("serve", {}).get("report", {}).get(name, {})
+        out.append(f"| {name} | {fmt(cold['wall_s'])} ({fmt(cold['cpu_s'])}) | {fmt(warm.get('warm_s'))} "
+                   f"| {fmt(srv.get('wall_s'))} | {fmt(rep.get('wall_s'), none='-')} | {fmt(rsrv.get('wall_s'), none='-')} "
+                   f"| {'yes' if cold['expected_found'] else 'NO'} ({', '.join(cold['expected']) or 'none'}) |")
+    if sm.get("serve", {}).get("start_s"):
+        out.append(f"\nWarm session start {fmt(sm['warm_session_s'])} s; serve start {fmt(sm['serve']['start_s'])} s.")
+    return "\n".join(out)
+
+
+def evaluate_targets(res: dict) -> list[tuple[str, str, str]]:
+    """(target, figure, verdict) rows; a target whose size was not run says so."""
     rows = []
-    sizes = res["sizes"]
-    by_gb = {round(r["gb"]): r for r in sizes if r["gb"] >= 0.9}
-    two = next((r for r in sizes if abs(r["gb"] - 2) < 0.1), None)
-    if two:
-        x = ratio(two["baseline"]["seconds"], two["pipeline"]["warm_s"])
-        ext = " (baseline extrapolated)" if two["baseline"].get("extrapolated") else ""
-        rows.append(("warm pipeline at 2 GB >= 1.5x faster than baseline", f"{x:.2f}x{ext}",
-                     "met" if x >= TARGETS["warm_vs_baseline_2gb"] else "missed", ""))
-    else:
-        largest = sizes[-1]
-        x = ratio(largest["baseline"]["seconds"], largest["pipeline"]["warm_s"])
-        rows.append(("warm pipeline at 2 GB >= 1.5x faster than baseline",
-                     f"{x:.2f}x at {largest['gb']:.2f} GB (2 GB not run)", "not measured", ""))
+    sizes = [_filled(r) for r in res["sizes"]]
+    if sizes:
+        two = next((r for r in sizes if abs(r["gb"] - 2) < 0.15), None)
+        at = two or sizes[-1]
+        where = f"at {at['gb']:.2f} GB" + ("" if two else " (2 GB not run)")
+        cold = ratio(at["cold"].get("wall_s"), at["script"]["wall_s"])
+        rows.append(("cold detect <= 1.5x the fastest script (2 GB)", f"{fmt(cold, 2)}x {where}",
+                     _verdict(cold, cold is not None and cold <= TARGETS["cold_vs_script_2gb_max"], two)))
+        warm_s = at["warm"]["warm_s"] or at["warm"]["first_run_s"]
+        warm = ratio(warm_s, at["script"]["wall_s"])
+        rows.append(("warm re-analysis at least as fast as the script", f"{fmt(warm, 2)}x {where}",
+                     _verdict(warm, warm is not None and warm <= TARGETS["warm_vs_script_max"], two)))
+        small, large = sizes[0], sizes[-1]
+        if large is not small and small["warm"]["first_run_s"] and large["warm"]["first_run_s"]:
+            per = lambda r: r["warm"]["first_run_s"] / r["gb"]  # noqa: E731  (first runs exist at every size)
+            flat = per(large) / per(small)
+            rows.append(("time per GB flat from 0.5 to 4 GB (within 1.2x; first runs in a session)",
+                         f"{flat:.2f}x ({large['gb']:.2f} vs {small['gb']:.2f} GB)",
+                         _verdict(flat, flat <= TARGETS["per_gb_flat_max"], large["gb"] >= 3.5)))
+        reruns = [ratio(r["cold"].get("wall_s"), r["cold"].get("rerun_wall_s")) for r in sizes]
+        reruns = [x for x in reruns if x]
+        if reruns:
+            rows.append(("re-run on an unchanged bundle >= 5x faster", ", ".join(f"{x:.1f}x" for x in reruns),
+                         "met" if min(reruns) >= TARGETS["cache_rerun_min"] else "missed"))
     sp = res.get("speedup")
-    if not sp:
-        rows.append(("local[2] >= 1.7x faster than local[1]", "-", "not measured", "not reached (run cut short)"))
-    else:
-        x = sp["local1_warm_s"] / sp["local2_warm_s"]
-        rows.append(("local[2] >= 1.7x faster than local[1]", f"{x:.2f}x at {sp['gb']:.2f} GB",
-                     "met" if x >= TARGETS["local2_vs_local1"] else "missed", ""))
-    small, large = sizes[0], sizes[-1]
-    if large is not small:
-        # First runs exist at every size (warm runs may be skipped above --warm-max-gb).
-        lin = (large["pipeline"]["first_run_s"] / large["gb"]) / (small["pipeline"]["first_run_s"] / small["gb"])
-        rows.append((f"time/GB at 4 GB within 1.2x of 0.5 GB (first run in a session)",
-                     f"{lin:.2f}x ({large['gb']:.2f} GB vs {small['gb']:.2f} GB)",
-                     ("met" if lin <= TARGETS["linearity_max"] else "missed")
-                     + ("" if large["gb"] >= 3.5 else " at the sizes run; 4 GB not run"), ""))
-        mem = large["pipeline"]["driver_peak_rss_mb"] / small["pipeline"]["driver_peak_rss_mb"]
-        rows.append(("Python driver peak memory flat (within 1.2x)",
-                     f"{mem:.2f}x ({fmt(large['pipeline']['driver_peak_rss_mb'], 0)} MB vs "
-                     f"{fmt(small['pipeline']['driver_peak_rss_mb'], 0)} MB)",
-                     ("met" if mem <= TARGETS["driver_memory_flat_max"] else "missed")
-                     + ("" if large["gb"] >= 3.5 else " at the sizes run; 4 GB not run"), ""))
-    rep = res.get("report", {"skipped": "not reached (run cut short)"})
-    if "cold_s" in rep:
-        rows.append(("report on a shipped sample < 60 s cold", f"{rep['cold_s']:.1f} s ({rep['sample']})",
-                     "met" if rep["cold_s"] < TARGETS["report_cold_max_s"] else "missed", ""))
-    else:
-        rows.append(("report on a shipped sample < 60 s cold", "-", "not measured", rep.get("skipped", "")))
-    cache = [ratio(r["cli"]["first_s"], r["cli"]["second_s"]) for r in sizes if r["cli"].get("first_s")]
-    label = "" if res.get("cache_present") else "no parse cache in the toolkit yet: ratio is run-to-run noise"
-    rows.append(("parse cache: 2nd run >= 3x faster", ", ".join(f"{c:.2f}x" for c in cache if c),
-                 ("met" if min(c for c in cache if c) >= TARGETS["cache_speedup"] else "missed"), label))
+    if sp:
+        x = ratio(sp["local1_s"], sp["local2_s"])
+        rows.append(("local[2] >= 1.7x local[1] (2 GB)", f"{fmt(x, 2)}x at {sp['gb']:.2f} GB ({sp['compared']})",
+                     _verdict(x, x is not None and x >= TARGETS["local2_vs_local1_min"], abs(sp["gb"] - 2) < 0.15)))
+    sm = res.get("samples")
+    if sm:
+        cold = {n: c["wall_s"] for n, c in sm["detect_cold"].items()}
+        warm = {n: w["warm_s"] for n, w in sm["detect_warm"].items() if w.get("warm_s")}
+        srv = {n: d["wall_s"] for n, d in sm.get("serve", {}).get("detect", {}).items()}
+        rep = {n: r["wall_s"] for n, r in sm["report_cold"].items() if "wall_s" in r}
+        for label, figures, limit in (("detect < 20 s cold on every sample", cold, "sample_detect_cold_max_s"),
+                                      ("detect < 5 s warm (same session)", warm, "sample_detect_warm_max_s"),
+                                      ("detect < 5 s warm (through serve)", srv, "sample_detect_warm_max_s"),
+                                      ("report < 45 s cold", rep, "sample_report_cold_max_s")):
+            if figures:
+                worst = max(figures, key=figures.get)
+                rows.append((label, f"max {figures[worst]:.1f} s ({worst}); {len(figures)} samples",
+                             "met" if figures[worst] < TARGETS[limit] else "missed"))
+        found = [c["expected_found"] for c in sm["detect_cold"].values()]
+        rows.append(("every sample yields its expected findings", f"{sum(found)}/{len(found)}",
+                     "met" if all(found) else "missed"))
     return rows
+
+
+def _verdict(figure, ok: bool, at_target_size) -> str:
+    if figure is None:
+        return "not measured"
+    return ("met" if ok else "missed") + ("" if at_target_size else " (at a smaller size)")
 
 
 def render_markdown(res: dict) -> str:
     m = res["machine"]
-    parts = [
-        f"Command: `{res['command']}`  ",
-        f"Started {res['started']} (took {res['elapsed_min']:.0f} min). "
-        f"Load average at start: `{m['loadavg']}`, at end: `{res['loadavg_end']}`.  ",
-        f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM; Python {m['python']}; "
-        f"{m['java']}; Spark {m['spark']}.",
-        "",
-        "### Figures (warm = second run in the same session, local[2])",
-        "",
-        figures_markdown(res),
-        "",
-        "### Warm pipeline time by stage",
-        "",
-        stages_markdown(res),
-        "",
-    ]
-    parts += ["### CPU seconds (user+system of each process tree; steadier than wall time on a shared machine)",
-              "", "| GB | baseline | CLI parse 1st | CLI parse 2nd | pipeline worker (session + 2 runs) |",
-              "|---|---|---|---|---|"]
-    for r in res["sizes"]:
-        parts.append(f"| {r['gb']:.3f} | {fmt(r['baseline'].get('cpu_s'))} | {fmt(r['cli'].get('first_cpu_s'))} "
-                     f"| {fmt(r['cli'].get('second_cpu_s'))} | {fmt(r['pipeline'].get('worker_cpu_s'))} |")
-    parts.append("")
+    parts = [f"Command: `{res['command']}`  ",
+             f"Started {res['started']} (took {res.get('elapsed_min', float('nan')):.0f} min). Load average at "
+             f"start `{m['loadavg']}`, at end `{res.get('loadavg_end', '(cut short)')}`.  ",
+             f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM; Python {m['python']}; "
+             f"{m['java']}; Spark {m['spark']}; local driver heap {m.get('driver_memory', 'n/a')}.", ""]
+    if res["sizes"]:
+        parts += ["### Large bundles (wall seconds; local[2])", "", sizes_markdown(res), ""]
     sp = res.get("speedup")
     if sp:
-        parts += [f"local[1] {sp['local1_warm_s']:.1f} s vs local[2] {sp['local2_warm_s']:.1f} s "
-                  f"at {sp['gb']:.2f} GB ({sp.get('compared', 'warm runs')}): "
-                  f"speedup {sp['local1_warm_s'] / sp['local2_warm_s']:.2f}x.", ""]
-    rep = res.get("report", {"skipped": "not reached (run cut short)"})
-    report_text = rep.get("skipped") or f"{rep['cold_s']:.1f} s cold on {rep['sample']}"
-    parts += [f"`stream-incident report`: {report_text}", ""]
-    parts += ["### Targets", "", "| target | figure | status | note |", "|---|---|---|---|"]
-    parts += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in evaluate_targets(res)]
+        parts += [f"local[1] {sp['local1_s']:.1f} s vs local[2] {sp['local2_s']:.1f} s at {sp['gb']:.2f} GB "
+                  f"({sp['compared']}); CPU s {fmt(sp.get('local1_cpu_s'))} vs {fmt(sp.get('local2_cpu_s'))}.", ""]
+    if res.get("samples"):
+        parts += ["### Shipped samples (wall seconds)", "", samples_markdown(res["samples"]), ""]
+    parts += ["### Targets", "", "| target | figure | verdict |", "|---|---|---|"]
+    parts += [f"| {a} | {b} | {c} |" for a, b, c in evaluate_targets(res)]
     return "\n".join(parts) + "\n"
 
 
 # --------------------------------------------------------------------------- main
 
 
-def save_partial(res: dict) -> None:
-    """Keep what is measured so far: a long run cut short still leaves its figures."""
+def save(res: dict, name: str) -> None:
     RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / "partial.json").write_text(json.dumps(res, indent=2, default=str))
+    (RESULTS_DIR / name).write_text(json.dumps(res, indent=2, default=str))
+
+
+def say_saved(res: dict, name: str, message: str) -> None:
+    save(res, f"{name}.partial.json")
+    print(f"   [{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Benchmark the toolkit against a plain-Python baseline and grep.")
-    parser.add_argument("--sizes", default="0.5,1,2,4", help="GB of uncompressed log text, comma-separated")
-    parser.add_argument("--quick", action="store_true", help=f"smoke run on tiny bundles ({QUICK_SIZES} GB)")
-    parser.add_argument("--speedup-size", type=float, default=None,
-                        help="size (GB) for the local[1] vs local[2] run (default: the smallest size)")
-    parser.add_argument("--baseline-max-gb", type=float, default=None,
-                        help="above this size the baseline is extrapolated from its measured per-line rate "
-                             "instead of run (it is strictly linear; saves tens of minutes)")
-    parser.add_argument("--report-sample", default="kafka-eos-stale-checkpoint",
-                        help="shipped sample bundle for the cold 'report' timing")
-    parser.add_argument("--driver-memory", default=None, help="spark.driver.memory for the pipeline workers")
-    parser.add_argument("--render", type=Path, metavar="JSON",
-                        help="only print the markdown of saved results (e.g. results/partial.json of a cut run)")
-    parser.add_argument("--cli-max-gb", type=float, default=None,
-                        help="run the cold CLI parse twice (parse cache ratio) only up to this size")
+    parser = argparse.ArgumentParser(description="Benchmark the toolkit against grep and the plain script.")
+    parser.add_argument("--sizes", default="0.5,1,2,4", help="GB of log text, comma-separated ('' for none)")
+    parser.add_argument("--max-gb", type=float, default=None, help="skip sizes above this")
+    parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_SIZES} GB and two samples")
+    parser.add_argument("--prefilters", default=",".join(PREFILTERS), help="script prefilters to run")
     parser.add_argument("--warm-max-gb", type=float, default=None,
-                        help="above this size run the pipeline once per session (no warm run); "
-                             "linearity is judged on first runs at every size")
-    parser.add_argument("--speedup-runs", type=int, default=2,
-                        help="runs of the local[1] worker; 1 compares first runs of both (cheaper, less exact)")
+                        help="above this size the worker runs once (no warm run; its first run is shown)")
+    parser.add_argument("--rerun-max-gb", type=float, default=None,
+                        help="run the cold detect a second time (parse cache) only up to this size")
+    parser.add_argument("--speedup-size", type=float, default=None,
+                        help="GB for local[1] vs local[2] (default: 2 if run, else the largest size)")
+    parser.add_argument("--speedup-runs", type=int, default=2, help="worker runs for the speedup (1 = first runs)")
+    parser.add_argument("--no-speedup", action="store_true")
+    parser.add_argument("--samples", default="all", help="shipped samples (comma-separated, 'all' or 'none')")
+    parser.add_argument("--report-samples", default="all", help="samples for the report figures ('none' to skip)")
+    parser.add_argument("--no-serve", action="store_true", help="skip the figures through 'stream-incident serve'")
+    parser.add_argument("--driver-memory", default=None, help="spark.driver.memory of the workers")
+    parser.add_argument("--bundle", type=Path, action="append", default=[],
+                        help="measure this bundle too, beside --sizes (e.g. a shipped sample: a smoke run)")
+    parser.add_argument("--name", default="latest", help="results file name: results/NAME.{json,md}")
+    parser.add_argument("--render", type=Path, metavar="JSON", help="only print the markdown of saved results")
     args = parser.parse_args(argv)
     if args.render:
-        saved = json.loads(args.render.read_text())
-        saved.setdefault("elapsed_min", float("nan"))
-        saved.setdefault("loadavg_end", "(run cut short)")
-        print(render_markdown(saved))
+        print(render_markdown(json.loads(args.render.read_text())))
         return 0
-    sizes = [float(s) for s in (QUICK_SIZES if args.quick else args.sizes).split(",")]
+    sizes = [float(s) for s in (QUICK_SIZES if args.quick else args.sizes).split(",") if s.strip()]
+    sizes = [s for s in sizes if args.max_gb is None or s <= args.max_gb]
+    shipped = sorted(p.name for p in SAMPLES_DIR.iterdir() if (p / "EXPECTED.json").exists())
+    pick = lambda spec: shipped if spec == "all" else [] if spec == "none" else spec.split(",")  # noqa: E731
+    samples = shipped[:2] if args.quick and args.samples == "all" else pick(args.samples)
+    report_samples = [s for s in pick(args.report_samples) if s in samples] if samples else []
+    if args.quick and args.report_samples == "all":
+        report_samples = samples[:1]
+    prefilters = tuple(p for p in args.prefilters.split(",") if p)
 
     started = time.time()
     res: dict = {"command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
                  "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(), "sizes": []}
     if psutil is None:
-        print("psutil not installed: JVM peak memory will show n/a (pip install psutil)", file=sys.stderr)
-
-    from toolkit.ingest import parse_bundle
-    import inspect
-
-    from pipeline import CACHE_SWITCHES
-    res["cache_present"] = any(n in inspect.signature(parse_bundle).parameters for n in CACHE_SWITCHES)
-
+        print("psutil not installed: peak memory and CPU seconds will show n/a", file=sys.stderr)
     SCRATCH.mkdir(parents=True, exist_ok=True)
-    baseline_rate = None  # seconds per line of the largest baseline actually run
-    for gb in sizes:
-        ds = datasets.ensure(gb, say=lambda m: print(m, file=sys.stderr, flush=True))
-        files = log_files(ds.path)
-        print(f"== {ds.gb:.3f} GB, {ds.lines:,} lines, {len(files)} files: {ds.path}", file=sys.stderr, flush=True)
-        row = {"gb": ds.gb, "bytes": ds.bytes, "lines": ds.lines, "bundle": str(ds.path)}
-        row["grep_s"] = run_grep(files)
-        if args.baseline_max_gb is None or gb <= args.baseline_max_gb or baseline_rate is None:
-            row["baseline"] = run_baseline(ds.path)
-            baseline_rate = row["baseline"]["seconds"] / ds.lines
-        else:
-            row["baseline"] = {"seconds": baseline_rate * ds.lines, "extrapolated": True}
-        if args.cli_max_gb is None or gb <= args.cli_max_gb:
-            row["cli"] = run_cli_twice(ds.path, SCRATCH)
-        else:
-            row["cli"] = {"first_s": None, "second_s": None, "skipped": f"above --cli-max-gb {args.cli_max_gb}"}
-        repeat = 1 if args.warm_max_gb is not None and gb > args.warm_max_gb else 2
-        row["pipeline"] = run_pipeline(ds.path, SCRATCH, "local[2]", args.driver_memory, repeat=repeat)
-        res["sizes"].append(row)
-        save_partial(res)
-        print(f"   grep {row['grep_s']:.2f}s  baseline {row['baseline']['seconds']:.1f}s  "
-              f"cli {fmt(row['cli']['first_s'])}s/{fmt(row['cli']['second_s'])}s  "
-              f"pipeline cold {row['pipeline']['cold_s']:.1f}s first run {row['pipeline']['first_run_s']:.1f}s "
-              f"warm {fmt(row['pipeline']['warm_s'])}s", file=sys.stderr, flush=True)
-
-    speedup_gb = args.speedup_size if args.speedup_size is not None else sizes[0]
-    row = min(res["sizes"], key=lambda r: abs(r["gb"] - speedup_gb))
-    one = run_pipeline(Path(row["bundle"]), SCRATCH, "local[1]", args.driver_memory, repeat=args.speedup_runs)
-    key = "warm_s" if args.speedup_runs > 1 else "first_run_s"  # compare like with like
-    res["speedup"] = {"gb": row["gb"], "local1_warm_s": one[key], "local2_warm_s": row["pipeline"][key],
-                      "compared": "warm (2nd) runs" if key == "warm_s" else "first runs in a fresh session",
-                      "local1_stages": one["warm_stages"]}
-    res["report"] = run_report(args.report_sample)
+    scratch = Path(tempfile.mkdtemp(dir=SCRATCH))
+    try:
+        extra = [datasets.Dataset(b, 0, *datasets.measure(b)) for b in args.bundle]
+        for ds in [*extra, *(datasets.ensure(gb, say=lambda m: print(m, file=sys.stderr, flush=True))
+                             for gb in sizes)]:
+            gb = ds.gb
+            files = log_files(ds.path)
+            print(f"== {ds.gb:.3f} GB, {ds.lines:,} lines, {len(files)} files: {ds.path}", file=sys.stderr, flush=True)
+            row = {"gb": ds.gb, "bytes": ds.bytes, "lines": ds.lines, "bundle": str(ds.path)}
+            res["sizes"].append(row)  # saved after every contender: a run cut short keeps what it measured
+            row["grep"] = run_grep(files)
+            row["script"] = run_script(ds.path, prefilters)
+            say_saved(res, args.name, f"grep {row['grep']}; script {row['script']}")
+            row["cold"] = run_detect_cold(ds.path, scratch, twice=args.rerun_max_gb is None or gb <= args.rerun_max_gb)
+            say_saved(res, args.name, f"cold {row['cold']}")
+            repeat = 1 if args.warm_max_gb is not None and gb > args.warm_max_gb else 2
+            worker = run_worker([ds.path], scratch, "local[2]", repeat, args.driver_memory)
+            row["warm"] = {**summarize_runs(worker["runs"]), "session_s": worker["session_s"],
+                           "driver_peak_rss_mb": worker["driver_peak_rss_mb"], "jvm_peak_mb": worker["jvm_peak_mb"],
+                           "worker_cpu_s": worker["worker_cpu_s"]}
+            say_saved(res, args.name, f"warm {row['warm']}")
+            print(f"   grep {row['grep']['wall_s']:.2f}s  script {row['script']['wall_s']:.1f}s "
+                  f"({row['script']['fastest']})  cold {row['cold']['wall_s']:.1f}s  "
+                  f"warm {fmt(row['warm']['warm_s'])}s", file=sys.stderr, flush=True)
+        if res["sizes"] and not args.no_speedup:
+            target = args.speedup_size if args.speedup_size is not None else (
+                2.0 if any(abs(r["gb"] - 2) < 0.15 for r in res["sizes"]) else res["sizes"][-1]["gb"])
+            row = min(res["sizes"], key=lambda r: abs(r["gb"] - target))
+            one = run_worker([Path(row["bundle"])], scratch, "local[1]", args.speedup_runs, args.driver_memory)
+            key = "warm_s" if args.speedup_runs > 1 and row["warm"]["warm_s"] else "first_run_s"
+            res["speedup"] = {"gb": row["gb"], "local1_s": summarize_runs(one["runs"])[key],
+                              "local2_s": row["warm"][key], "local1_cpu_s": one["worker_cpu_s"],
+                              "local2_cpu_s": row["warm"]["worker_cpu_s"],
+                              "compared": "warm (2nd) runs" if key == "warm_s" else "first runs in a fresh session"}
+            say_saved(res, args.name, f"speedup {res['speedup']}")
+        if samples:
+            res["samples"] = run_samples(samples, report_samples, scratch, args.driver_memory, not args.no_serve)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     res["elapsed_min"] = (time.time() - started) / 60
     res["loadavg_end"] = Path("/proc/loadavg").read_text().strip()
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-
-    RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / "latest.json").write_text(json.dumps(res, indent=2, default=str))
+    save(res, f"{args.name}.json")
     text = render_markdown(res)
-    (RESULTS_DIR / "latest.md").write_text(text)
-    (RESULTS_DIR / "partial.json").unlink(missing_ok=True)
+    (RESULTS_DIR / f"{args.name}.md").write_text(text)
+    (RESULTS_DIR / f"{args.name}.partial.json").unlink(missing_ok=True)
     print(text)
     return 0
 

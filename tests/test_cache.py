@@ -5,8 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
 from toolkit.cache import ParseCache
 from toolkit.ingest import parse_bundle
+from toolkit.schemas import RECORD_COLUMNS
 
 LINE = ("[2026-03-07 14:02:{:02d},000] INFO stream-thread [a-StreamThread-1] State transition from "
         "PARTITIONS_ASSIGNED to RUNNING (org.apache.kafka.streams.processor.internals.StreamThread)\n")
@@ -34,6 +37,11 @@ def test_second_run_reuses_and_changed_file_is_reparsed(spark, tmp_path):
     assert "2 of 2 log files unchanged since an earlier run (cache)" in said
     assert not any(s.startswith("parsing") for s in said)
     assert second == first
+    # records.parquet of a cached run is the cache's files, linked, and reads as a plain records table
+    linked = spark.read.parquet(str(tmp_path / "out2" / "records.parquet"))
+    assert tuple(linked.columns) == RECORD_COLUMNS and linked.count() == 4
+    parts = list((tmp_path / "out2" / "records.parquet").glob("*.parquet"))
+    assert parts and all(p.stat().st_nlink >= 2 for p in parts)
     assert {f.path: (f.layout, f.lines, f.records) for f in report.files} == {
         "h-0/app.log": ("kafka-log4j", 2, 2), "h-1/app.log": ("kafka-log4j", 2, 2)}
 
@@ -95,10 +103,12 @@ def test_a_pruned_derived_copy_is_a_miss_not_a_crash(tmp_path):
     for path in out.values():
         Path(path).mkdir(parents=True)
         (Path(path) / "part-0.parquet").write_bytes(b"PAR1")
-    cache.store_derived(kept, out)
-    assert cache.restore_derived(kept, out) and (Path(out["wipes"]) / "part-0.parquet").is_file()
+    schemas = {"locks": StructType([StructField("host", StringType())]),
+               "wipes": StructType([StructField("line_no", LongType())])}
+    cache.store_derived(kept, out, schemas)
+    assert cache.restore_derived(kept, out) == schemas and (Path(out["wipes"]) / "part-0.parquet").is_file()
     shutil.rmtree(kept / "wipes.parquet")  # a disk cleaner took part of it
-    assert not cache.restore_derived(kept, out) and not kept.exists()
+    assert cache.restore_derived(kept, out) is None and not kept.exists()
     assert cache.derived_dir(["k2", "k1"], "timeline") == kept != cache.derived_dir(["k1", "k2"], "events")
 
 
@@ -112,3 +122,21 @@ def test_code_digest_covers_the_code_wherever_the_checkout_lives(tmp_path):
     files = {str(p) for p in code_files(copy)}
     assert {"pipeline.py", "timeline/build.py", "catalogue/layouts.toml", "catalogue/kafka_streams.toml"} <= files
     assert not any(f.startswith("samples/") for f in files)
+
+
+def test_detect_command_reuses_the_parse_cache(spark, tmp_path, capsys):
+    from toolkit.cli import main
+
+    bundle = tmp_path / "bundle"
+    (bundle / "h-0").mkdir(parents=True)
+    (bundle / "h-0" / "app.log").write_text(LINE.format(1) + LINE.format(2))
+    argv = ["detect", str(bundle), "--cache-dir", str(tmp_path / "cache"), "--format", "json", "--master", "local[2]"]
+    assert main([*argv, "--out", str(tmp_path / "out1")]) == 0
+    first = capsys.readouterr()
+    assert "0 of 1 log files unchanged since an earlier run (cache)" in first.err
+    assert "classifying events" in first.err and "events unchanged" not in first.err
+    assert main([*argv, "--out", str(tmp_path / "out2")]) == 0
+    second = capsys.readouterr()
+    assert "1 of 1 log files unchanged since an earlier run (cache)" in second.err
+    assert "timeline unchanged since an earlier run (cache)" in second.err
+    assert second.out == first.out

@@ -26,12 +26,32 @@ from importlib import resources
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from pyspark.sql.types import StructType
+
 from toolkit import __version__
 from toolkit.bundle import HostSettings, LogFile
 
 KEY_COLUMN = "cache_key"
+#: Spark schemas of a kept set of derived tables (reading them back then needs no job).
+SCHEMAS_FILE = "schemas.json"
 #: Bump when the records a parse produces change shape or content (cached records become stale).
-PARSE_FORMAT = 2
+PARSE_FORMAT = 3
+
+
+def link_tree(source: Path | str, target: Path | str) -> None:
+    """Copy a folder of parquet files by hard links (a copy where links are impossible).
+
+    Spark never rewrites a parquet file in place (overwrite replaces the folder), so a linked file
+    cannot change under the cache or under an output folder.
+    """
+    shutil.copytree(source, target, copy_function=_link_or_copy)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(src, dst)
 
 
 def default_cache_dir() -> Path:
@@ -140,27 +160,34 @@ class ParseCache:
         return self.root / "derived" / hashlib.blake2b(joined.encode(), digest_size=12).hexdigest()
 
     @staticmethod
-    def restore_derived(kept: Path, paths: Mapping[str, str]) -> bool:
-        """Copy the kept tables to ``paths`` (name -> parquet path); False when nothing complete is kept."""
+    def restore_derived(kept: Path, paths: Mapping[str, str]) -> dict[str, StructType] | None:
+        """Link the kept tables to ``paths`` (name -> parquet path) and return their schemas.
+
+        None when nothing complete is kept (or it was pruned: the tables are derived again).
+        """
         if not (kept / "complete").is_file():
-            return False
+            return None
         try:
+            saved = json.loads((kept / SCHEMAS_FILE).read_text())
+            schemas = {name: StructType.fromJson(saved[name]) for name in paths}
             for name, path in paths.items():
                 shutil.rmtree(path, ignore_errors=True)
-                shutil.copytree(kept / f"{name}.parquet", path)
-        except OSError:  # pruned by hand or by a disk cleaner: derive the tables again
+                link_tree(kept / f"{name}.parquet", path)
+        except (OSError, ValueError, KeyError, TypeError):  # pruned by hand, or kept by an older version
             shutil.rmtree(kept, ignore_errors=True)
-            return False
-        return True
+            return None
+        return schemas
 
     @staticmethod
-    def store_derived(kept: Path, paths: Mapping[str, str]) -> None:
-        """Keep a copy of the tables at ``paths``; built aside and renamed, so readers never see half of it."""
+    def store_derived(kept: Path, paths: Mapping[str, str], schemas: Mapping[str, StructType]) -> None:
+        """Keep the tables at ``paths`` (as hard links) with their schemas; built aside and renamed,
+        so readers never see half of it."""
         building = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
         for name, path in paths.items():
-            shutil.copytree(path, building / f"{name}.parquet")
+            link_tree(path, building / f"{name}.parquet")
+        (building / SCHEMAS_FILE).write_text(json.dumps({name: schemas[name].jsonValue() for name in paths}))
         (building / "complete").write_text("")
         if not (kept / "complete").is_file():
             shutil.rmtree(kept, ignore_errors=True)  # leftovers of an interrupted older layout
@@ -170,6 +197,23 @@ class ParseCache:
             except OSError:  # another run kept the same tables first
                 pass
         shutil.rmtree(building, ignore_errors=True)
+
+    def link_records(self, keys: Sequence[str], target: Path) -> int:
+        """Make ``target`` a parquet folder of the cached records of ``keys`` (hard links, no Spark job).
+
+        The cached files hold the record columns only (the key is the folder name), so ``target``
+        reads as a plain records table. Returns the number of files linked.
+        """
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        linked = 0
+        for key in keys:
+            for part in sorted(self.records_path(key).glob("*.parquet")):
+                # Files of one Spark write share names across key folders: prefix the key.
+                _link_or_copy(str(part), str(target / f"{key}-{part.name}"))
+                linked += 1
+        (target / "_SUCCESS").write_text("")
+        return linked
 
     def forget(self, key: str) -> None:
         (self.meta_dir / f"{key}.json").unlink(missing_ok=True)

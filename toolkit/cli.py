@@ -12,6 +12,7 @@ Exit codes (also in the README):
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Sequence
@@ -223,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.build_parser(p)
     p.set_defaults(func=report.run)
 
+    from toolkit import serve
+
+    p = sub.add_parser("serve", help="start, stop or show a warm local Spark Connect server the other commands use")
+    serve.build_parser(p)
+    p.set_defaults(func=serve.run)
+
     from toolkit.knowledge import collect
 
     p = sub.add_parser("collect-guide", help="print what evidence to collect and which loggers to raise")
@@ -240,11 +247,29 @@ def _forward(module: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def use_running_server(args: argparse.Namespace) -> None:
+    """Point a Spark command at the ``serve`` server when one runs and nothing else names a Spark."""
+    if args.command == "serve" or not hasattr(args, "remote") or args.master or args.remote:
+        return
+    if os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_MASTER"):
+        return
+    from toolkit import serve
+
+    url = serve.running_url()
+    if url:
+        args.remote = url
+        if not getattr(args, "quiet", False):
+            print(f"using the running Spark Connect server at {url} ('stream-incident serve stop' to stop it)",
+                  file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stream-incident`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
     from toolkit.spark import SparkUnavailable
+
+    use_running_server(args)
 
     try:
         return args.func(args)

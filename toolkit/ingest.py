@@ -163,7 +163,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
             cache.forget(keys[f.source])  # leftovers of an interrupted run
         parsed = parse_logs(spark, bundle, files=misses, redact=redact)
         keymap = spark.createDataFrame([(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
-        (parsed.records.join(F.broadcast(keymap), "source")
+        (parsed.records.join(F.broadcast(keymap), "source").select(*RECORD_COLUMNS, KEY_COLUMN)
          .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
         counts = {r["source"]: int(r["lines_read"]) for r in parsed.line_counts.collect()}
         parsed.release()
@@ -236,9 +236,13 @@ def parse_bundle(
         say(f"parsing {len(bundle.logs)} log files ({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
         parsed = parse_logs(spark, bundle, redact=redact)
     records_path = out / "records.parquet"
-    parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
+    if cache is not None and cache.link_records(file_keys, records_path):
+        pass  # the cache holds every file's records already: link them, do not write them again
+    else:
+        parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
     parsed.release()
-    records = spark.read.parquet(str(records_path.resolve()))
+    # With its schema given, reading back plans without a job to infer it.
+    records = spark.read.schema(RECORD_SCHEMA).parquet(str(records_path.resolve()))
     state_digest = ""
     shutil.rmtree(out / "state", ignore_errors=True)  # an earlier run's facts must not join this bundle's
     if bundle.evidence:

@@ -1,16 +1,20 @@
 """The whole pipeline in one call: bundle -> records -> events -> state -> timeline.
 
-Each stage's table is written to ``out_dir`` as parquet and read back, so later stages (and
-notebooks, detectors, charts) work from compact columnar files instead of recomputing the parse.
+Each stage's table is written to ``out_dir`` as parquet once, and later stages (and notebooks,
+detectors, charts) read the files instead of recomputing the parse. Tables are read back with
+their schema given, so reading plans without a Spark job; with the parse cache, unchanged inputs
+bring their tables from the cache as hard links instead of being written again.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
@@ -41,7 +45,7 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     tables = {}
     for name in STATE_TABLES:
         path = out / "state" / f"{name}.parquet"
-        tables[name] = (spark.read.parquet(str(path.resolve())) if path.exists()
+        tables[name] = (_read(spark, str(path.resolve()), schema_of[name]) if path.exists()
                         else spark.createDataFrame([], schema_of[name]))
     return StateFacts(**tables)
 
@@ -62,16 +66,38 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
     say = progress or (lambda _m: None)
     paths = _table_paths(out, DERIVED_TABLES)
     kept = cache.derived_dir(file_keys, "events") if cache is not None and file_keys else None
-    if kept is not None and cache.restore_derived(kept, paths):
+    schemas = cache.restore_derived(kept, paths) if kept is not None else None
+    if schemas:
         say("events unchanged since an earlier run (cache)")
     else:
         say("classifying events")
-        tag_runs(classify(records)).write.mode("overwrite").parquet(paths["events"])
-        extract_config(records).write.mode("overwrite").parquet(paths["config"])
-        unknown_shapes(records).write.mode("overwrite").parquet(paths["unknown_shapes"])
+        tables = {"events": tag_runs(classify(records)), "config": extract_config(records),
+                  "unknown_shapes": unknown_shapes(records)}
+        write_tables(tables, paths)
+        schemas = {name: df.schema for name, df in tables.items()}
         if kept is not None:
-            cache.store_derived(kept, paths)
-    return spark.read.parquet(paths["events"]), spark.read.parquet(paths["config"])
+            cache.store_derived(kept, paths, schemas)
+    return _read(spark, paths["events"], schemas["events"]), _read(spark, paths["config"], schemas["config"])
+
+
+#: Tables written at once. Writing a small table is mostly driver work (planning, code generation,
+#: scheduling a few tiny tasks); several at a time keep every core busy instead of one.
+CONCURRENT_WRITES = 4
+
+
+def write_tables(tables: Mapping[str, DataFrame], paths: Mapping[str, str]) -> None:
+    """Write each table to its parquet path (overwriting), several at a time."""
+    def write(name: str) -> None:
+        tables[name].write.mode("overwrite").parquet(paths[name])
+
+    with ThreadPoolExecutor(max_workers=CONCURRENT_WRITES, thread_name_prefix="write-table") as pool:
+        for done in [pool.submit(write, name) for name in tables]:
+            done.result()  # re-raises the first failure
+
+
+def _read(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
+    """A parquet table the pipeline wrote, read with its known schema (no job to infer it)."""
+    return spark.read.schema(schema).parquet(path)
 
 
 def analyse(
@@ -100,10 +126,10 @@ def analyse(
         say("reconstructing the timeline")
         timeline = build_timeline(events, state, config)
         if write_timeline:
-            timeline.write(out)
+            write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
             timeline = _reload(spark, timeline, out)
             if cache is not None and report.file_keys:
-                cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES))
+                cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES), TIMELINE_TABLES)
     return Analysis(bundle=opened, ingest=report, records=records, events=events, timeline=timeline, out_dir=out)
 
 
@@ -121,15 +147,20 @@ def _cached_timeline(spark: SparkSession, events: DataFrame, state: StateFacts, 
     if cache is None or not report.file_keys:
         return None
     paths = _table_paths(out, TIMELINE_TABLES)
-    if not cache.restore_derived(_timeline_key(cache, report), paths):
+    schemas = cache.restore_derived(_timeline_key(cache, report), paths)
+    if not schemas:
         return None
     say("timeline unchanged since an earlier run (cache)")
-    tables = {name: spark.read.parquet(path) for name, path in paths.items()}
+    tables = {name: _read(spark, path, schemas.get(name, TIMELINE_TABLES[name])) for name, path in paths.items()}
     return Timeline(events=events, config=config_with_runs(events, config), state=state, **tables)
 
 
 def _reload(spark: SparkSession, timeline: Timeline, out: Path) -> Timeline:
-    """Swap each derived table for its parquet copy (later queries skip the window functions)."""
-    tables = {name: spark.read.parquet(path) for name, path in _table_paths(out, timeline.tables()).items()}
+    """Swap each derived table for its parquet copy (later queries skip the window functions).
+
+    Every table is built to its contract in ``toolkit.timeline.schemas``, so that is its schema and
+    no file is opened until a query runs."""
+    tables = {name: _read(spark, path, TIMELINE_TABLES[name])
+              for name, path in _table_paths(out, timeline.tables()).items()}
     return Timeline(events=timeline.events, config=timeline.config, state=timeline.state, notes=timeline.notes,
                     **tables)

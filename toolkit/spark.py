@@ -24,14 +24,14 @@ from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 
-# Small-data friendly defaults: incident bundles are megabytes to a few gigabytes, so the
-# default 200 shuffle partitions would mostly schedule empty tasks.
+# Settings for every session the toolkit starts. Incident bundles are megabytes to a few
+# gigabytes: adaptive execution coalesces shuffle output to what the data needs.
 _BASE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "8",
     "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.coalescePartitions.enabled": "true",
     "spark.log.level": "WARN",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
@@ -96,8 +96,50 @@ def default_log_file() -> Path:
     return Path(tempfile.gettempdir()) / f"stream-incident-spark-{os.getuid() if hasattr(os, 'getuid') else 'user'}.log"
 
 
-# Settings a Connect client may change at runtime (static ones belong to the server).
-_RUNTIME_CONF = ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
+# Settings a Connect client may change at runtime (static ones belong to the server); others
+# given in ``conf`` are applied too when the server allows it.
+_RUNTIME_CONF = ("spark.sql.session.timeZone",)
+
+_LOCAL_CORES = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
+
+
+def local_cores(master: str) -> int | None:
+    """Task threads of a ``local``/``local[N]``/``local[*]`` master; None for any other master."""
+    m = _LOCAL_CORES.match(master.strip())
+    if not m:
+        return None
+    if m.group(1) is None:
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+
+
+def default_driver_memory() -> str:
+    """Heap for a local driver: an eighth of RAM, between 1 and 4 GB (Spark's own default is 1 GB,
+    which makes gigabyte bundles spend their time in garbage collection; more than an eighth would
+    crowd out the page cache the bundle is read through)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "1g"
+    return f"{max(1, min(4, total // 8 // 2**30))}g"
+
+
+def session_settings(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings a session (or the ``serve`` Connect server) on ``master`` starts with.
+
+    On a local master everything runs in this JVM: shuffle output is split for its task threads
+    (a cluster keeps its own defaults, which know its size) and the heap is sized from RAM.
+    """
+    settings = dict(_BASE_CONF)
+    cores = local_cores(master)
+    if cores is not None:
+        settings["spark.sql.shuffle.partitions"] = str(max(2, 2 * cores))
+        settings["spark.driver.memory"] = default_driver_memory()
+        # Keep the embedded driver on loopback: no traffic leaves the machine.
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    settings.update(conf or {})
+    return settings
 
 
 class SparkUnavailable(RuntimeError):
@@ -169,20 +211,20 @@ def get_spark(
     target = Path(log_file) if log_file else default_log_file()
     target.parent.mkdir(parents=True, exist_ok=True)
     java = _java_options(target.resolve())
-    settings = {**_BASE_CONF, "spark.driver.extraJavaOptions": java, **(conf or {})}
     _check_reachable(kind, url)
     try:
         if kind == "remote":
             spark = SparkSession.builder.remote(url).getOrCreate()
-            for key in _RUNTIME_CONF:
-                spark.conf.set(key, settings[key])
+            runtime = {key: _BASE_CONF[key] for key in _RUNTIME_CONF}
+            for key, value in {**runtime, **(conf or {})}.items():
+                try:
+                    spark.conf.set(key, value)
+                except Exception:  # a static setting: the server's own value stands
+                    if key in _RUNTIME_CONF:
+                        raise
             return spark
-        if url.startswith("local"):
-            # Keep the embedded driver on loopback: no traffic leaves the machine.
-            settings.setdefault("spark.driver.host", "127.0.0.1")
-            settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
         builder = SparkSession.builder.master(url).appName(app_name)
-        for key, value in settings.items():
+        for key, value in session_settings(url, {"spark.driver.extraJavaOptions": java, **(conf or {})}).items():
             builder = builder.config(key, value)
         with _jvm_console_to(None if verbose() else target):
             return builder.getOrCreate()

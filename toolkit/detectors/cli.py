@@ -43,6 +43,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
     parser.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
+    parser.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
     spark = parser.add_mutually_exclusive_group()
     spark.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
     spark.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
@@ -64,6 +66,7 @@ def analyse_bundle(spark: Any, bundle: Any, out: Path, **options: Any) -> Any:
 
 def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
     """Parse the bundle once, build its timeline, run the detectors."""
+    from toolkit.cache import ParseCache
     from toolkit.detectors import run_detectors
     from toolkit.spark import get_spark
 
@@ -72,8 +75,9 @@ def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[s
     _say(args, start, "Spark session ready")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
+        cache = None if getattr(args, "no_cache", False) else ParseCache(getattr(args, "cache_dir", None))
         analysis = analyse_bundle(spark, args.bundle, out, timezone=args.timezone, work_dir=args.work_dir,
-                                  progress=lambda m: _say(args, start, m))
+                                  cache=cache, progress=lambda m: _say(args, start, m))
         _say(args, start, "running detectors")
         findings = run_detectors(analysis.timeline, only=args.only)
     return findings, {"bundle": str(args.bundle)}
