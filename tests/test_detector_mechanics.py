@@ -78,3 +78,164 @@ def test_eos_stale_quiet_on_legitimate_checkpoints(spark, case):
     tl = _eos(spark, version=version, lifecycle=lifecycle, completed=completed)
     found = run_detectors(tl, only=["eos-stale-restore-checkpoint"])
     assert raised(found, "eos-stale-restore-checkpoint") == [], [f.title for f in found]
+
+
+# --- standby-lock-stale-checkpoint (KAFKA-8187) ----------------------------------------------------
+
+LEDGER = "ledger-ledger-store-changelog"
+L1, L2 = "ledger-StreamThread-1", "ledger-StreamThread-2"
+
+
+def _standby(spark, *, version="2.0.1", role="standby", prior=True, lock=True, capture=False, restore=True):
+    """Thread 2 fails to lock standby 1_0 held by thread 1; the cleaner deletes 1_0; a checkpoint comes back."""
+    task_prefix = "standby-task" if role == "standby" else "task"
+    kind = "standby" if role == "standby" else "stream"
+    events = [
+        ev(2, at(2), f"{task_prefix} [1_0] Writing checkpoint: {{{LEDGER}-0=48211}}", "CHECKPOINT_WRITTEN",
+           run_id="h0#1", task_id="1_0", topic=LEDGER, partition=0, offset=48211, stream_thread=L1),
+        ev(9, at(1200), "Deleting obsolete state directory 1_0 for task 1_0 as 1196311ms has elapsed "
+                        "(cleanup delay is 600000ms).", "DIR_CLEANED", run_id="h0#1", task_id="1_0"),
+        ev(12, at(1920), f"{task_prefix} [1_0] Writing checkpoint: {{{LEDGER}-0=48211}}", "CHECKPOINT_WRITTEN",
+           run_id="h0#1", task_id="1_0", topic=LEDGER, partition=0, offset=48211, stream_thread=L2),
+        ev(20, at(3660), f"Restoring partition {LEDGER}-0 from offset 48211 to endOffset 61877", "RESTORE_START",
+           run_id="h0#1", topic=LEDGER, partition=0, offset=48211, end_offset=61877, stream_thread=L2),
+        ev(3, at(2.5), f"partition assignment took 52 ms.\n\tcurrently assigned active tasks: []\n\t"
+                       f"currently assigned {role} tasks: [1_0]\n", "ASSIGNMENT_APPLIED", run_id="h0#1",
+           stream_thread=L2),
+    ]
+    if lock:
+        events.append(ev(5, at(3), f"Could not create {kind} task 1_0 due to {task_prefix} [1_0] Failed to lock the "
+                                   "state directory for task 1_0; will retry", "LOCK_FAILED", run_id="h0#1",
+                         task_id="1_0", stream_thread=L2))
+    checkpoints = [{"host": "h0", "task_id": "1_0", "topic": LEDGER, "partition": 0, "ts": at(1920), "kind": "written",
+                    "offset": 48211, "origin": "log", "run_id": "h0#1", "source": "h0/app.log", "line_no": 12}]
+    if prior:
+        checkpoints.append({"host": "h0", "task_id": "1_0", "topic": LEDGER, "partition": 0, "ts": at(2),
+                            "kind": "written", "offset": 48211, "origin": "log", "run_id": "h0#1",
+                            "source": "h0/app.log", "line_no": 2})
+    if not lock:  # INFO only: neither TRACE line nor the DEBUG restore start
+        events = [e for e in events if e["line_no"] in (3, 9)]
+        checkpoints = []
+    state = None
+    if capture:
+        state = {"checkpoints": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "1_0", "topic": LEDGER,
+                                  "partition": 0, "offset": 48211, "file": "ledger/1_0/.checkpoint",
+                                  "file_mtime": at(1920), "capture_time": at(2400)}],
+                 "state_files": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "1_0", "kind": "checkpoint",
+                                  "path": "ledger/1_0/.checkpoint"}]}
+    return make_timeline(
+        spark, events=events, state=state,
+        process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version, "start": at(0),
+                       "end": at(4000), "end_kind": "unknown", "guarantee": "at_least_once", "num_standby_replicas": 1,
+                       "num_stream_threads": 2}],
+        task_lifecycles=[{"host": "h0", "run_id": "h0#1", "stream_thread": L1, "task_id": "1_0", "role": role,
+                          "phase": "running", "start": at(0), "end": at(10), "source": "h0/app.log", "line_no": 1},
+                         {"host": "h0", "run_id": "h0#1", "stream_thread": L2, "task_id": "1_0", "role": role,
+                          "phase": "assigned", "start": at(2.5), "end": at(4000), "source": "h0/app.log",
+                          "line_no": 3}],
+        locks=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "kind": "failed", "ts": at(3), "thread": L2,
+                "role": "active", "holder_thread": L1, "source": "h0/app.log", "line_no": 5}] if lock else [],
+        dir_cleanups=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "ts": at(1200), "source": "h0/app.log",
+                       "line_no": 9}],
+        checkpoints=checkpoints,
+        restorations=[{"host": "h0", "run_id": "h0#1", "topic": LEDGER, "partition": 0, "start": at(3660),
+                       "start_offset": 48211, "end_offset": 61877, "completed": False,
+                       "start_source": "h0/app.log", "start_line_no": 20}] if restore and lock else [],
+    )
+
+
+@pytest.mark.parametrize("version", ["2.0.1", "2.1.1", "2.2.1"])
+def test_standby_lock_confirmed_on_affected_versions(spark, version):
+    (finding,) = raised(run_detectors(_standby(spark, version=version), only=["standby-lock-stale-checkpoint"]),
+                        "standby-lock-stale-checkpoint")
+    assert (finding.confidence, finding.tasks, finding.hosts) == ("confirmed", ["1_0"], ["h0"])
+    assert finding.impact.figures["stale_offset"] == 48211
+
+
+def test_standby_lock_needs_a_standby_task(spark):
+    found = run_detectors(_standby(spark, role="active"), only=["standby-lock-stale-checkpoint"])
+    assert raised(found, "standby-lock-stale-checkpoint") == [], [f.title for f in found]
+
+
+def test_standby_lock_not_confirmed_by_a_later_checkpoint_alone(spark):
+    """Without the offset known before the lock failure, a later checkpoint with that offset proves nothing."""
+    (finding,) = raised(run_detectors(_standby(spark, prior=False), only=["standby-lock-stale-checkpoint"]),
+                        "standby-lock-stale-checkpoint")
+    assert finding.confidence == "likely" and finding.missing_evidence
+
+
+@pytest.mark.parametrize("version", ["2.2.2", "2.3.0", "3.6.1"])
+def test_standby_lock_quiet_on_versions_with_the_fix(spark, version):
+    found = run_detectors(_standby(spark, version=version), only=["standby-lock-stale-checkpoint"])
+    assert raised(found, "standby-lock-stale-checkpoint") == [], [f.title for f in found]
+
+
+def test_standby_lock_info_only_leans_on_the_capture(spark):
+    (finding,) = run_detectors(_standby(spark, lock=False, capture=True), only=["standby-lock-stale-checkpoint"])
+    assert (finding.severity, finding.confidence, finding.tasks) == ("critical", "likely", ["1_0"])
+    assert any(e.kind == "state" for e in finding.evidence)
+    assert any("TRACE" in m for m in finding.missing_evidence)
+
+
+def test_standby_lock_info_only_without_capture_says_what_is_missing(spark):
+    (finding,) = run_detectors(_standby(spark, lock=False), only=["standby-lock-stale-checkpoint"])
+    assert finding.severity == "info"
+    text = " ".join(finding.missing_evidence)
+    assert "TRACE" in text and "capture" in text
+
+
+# --- restore-skipped-after-reassignment (KAFKA-7672) ----------------------------------------------
+
+AUDIT = "AuditTrailBatch-store1-changelog"
+A1, A2 = "AuditTrailBatch-StreamThread-1", "AuditTrailBatch-StreamThread-2"
+
+
+def _skipped(spark, *, version="2.1.1", kind="from-beginning", second_thread=A1):
+    common = {"run_id": "h0#1"}
+    events = [
+        ev(1, at(0), f"stream-thread [{A1}] Restoring partition {AUDIT}-1 from offset 0 to endOffset 734112",
+           "RESTORE_START", topic=AUDIT, partition=1, offset=0, end_offset=734112, stream_thread=A1, **common),
+        ev(2, at(40), f"stream-thread [{A1}] State transition from PARTITIONS_ASSIGNED to RUNNING", "THREAD_STATE",
+           to_state="RUNNING", stream_thread=A1, **common),
+        ev(5, at(4001), f"stream-thread [{second_thread}] State transition from PARTITIONS_ASSIGNED to RUNNING",
+           "THREAD_STATE", to_state="RUNNING", stream_thread=second_thread, **common),
+    ]
+    if kind == "from-beginning":  # at-least-once: the INFO line is printed although nothing is restored
+        events.append(ev(3, at(4000), f"stream-thread [{second_thread}] Restoring task 1_1's state store store1 from "
+                                      f"beginning of the changelog {AUDIT}-1 ", "RESTORE_START", task_id="1_1",
+                         store="store1", topic=AUDIT, partition=1, stream_thread=second_thread, **common))
+    elif kind == "tail":  # a checkpoint exists: only the tail is skipped (DEBUG)
+        events.append(ev(3, at(4000), f"stream-thread [{second_thread}] Restoring partition {AUDIT}-1 from offset "
+                                      "790001 to endOffset 802377", "RESTORE_START", topic=AUDIT, partition=1,
+                         offset=790001, end_offset=802377, stream_thread=second_thread, **common))
+    else:  # exactly-once, as in the ticket's log
+        events.append(ev(3, at(4000), f"stream-thread [{second_thread}]No checkpoint found for task 1_1 state store "
+                                      f"store1 changelog {AUDIT}-1 with EOS turned on. Reinitializing the task and "
+                                      "restore its state from the beginning.", "CHECKPOINT_MISSING", task_id="1_1",
+                         store="store1", topic=AUDIT, partition=1, stream_thread=second_thread, **common))
+    return make_timeline(spark, events=events,
+                         process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version}])
+
+
+@pytest.mark.parametrize("version,kind", [("2.1.1", "from-beginning"), ("2.0.1", "tail"), ("2.1.0", "tail"),
+                                          ("2.0.1", "no-checkpoint")])
+def test_restore_skipped_fires_under_both_guarantees_and_for_the_tail(spark, version, kind):
+    (finding,) = raised(run_detectors(_skipped(spark, version=version, kind=kind),
+                                      only=["restore-skipped-after-reassignment"]), "restore-skipped-after-reassignment")
+    assert finding.confidence == "confirmed" and finding.hosts == ["h0"]
+    if kind == "tail":
+        assert finding.impact.figures["offsets_missing_at_least"] == 802377 - 790001
+    else:
+        assert finding.tasks == ["1_1"] and finding.impact.figures["offsets_missing_at_least"] == 734112
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "2.3.1", "1.1.1"])
+def test_restore_skipped_gated_to_2_0_1_through_2_1(spark, version):
+    found = run_detectors(_skipped(spark, version=version, kind="no-checkpoint"),
+                          only=["restore-skipped-after-reassignment"])
+    assert raised(found, "restore-skipped-after-reassignment") == [], [f.title for f in found]
+
+
+def test_restore_skipped_quiet_when_another_thread_restores_the_partition(spark):
+    found = run_detectors(_skipped(spark, second_thread=A2), only=["restore-skipped-after-reassignment"])
+    assert raised(found, "restore-skipped-after-reassignment") == []
