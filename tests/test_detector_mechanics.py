@@ -239,3 +239,130 @@ def test_restore_skipped_gated_to_2_0_1_through_2_1(spark, version):
 def test_restore_skipped_quiet_when_another_thread_restores_the_partition(spark):
     found = run_detectors(_skipped(spark, second_thread=A2), only=["restore-skipped-after-reassignment"])
     assert raised(found, "restore-skipped-after-reassignment") == []
+
+
+# --- alos-crash-reprocessing -------------------------------------------------------------------------
+
+R1, R2 = "reservations-StreamThread-1", "reservations-StreamThread-2"
+
+
+def _summary(line_no, seconds, records, thread):
+    return ev(line_no, at(seconds), f"stream-thread [{thread}] Processed {records} total records, ran 0 punctuators, "
+                                    "and committed 8 total tasks since the last update", "PROCESSING_SUMMARY",
+              run_id="h0#1", records=records, stream_thread=thread)
+
+
+def _alos(spark, *, events, end_kind="crash"):
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "product": "kafka-streams", "start": at(0), "end": at(240),
+             "end_kind": end_kind, "guarantee": "at_least_once", "commit_interval_ms": 30000, "version": "3.6.1"}]
+    if end_kind == "crash":
+        runs.append({"host": "h0", "run_id": "h0#2", "run_no": 2, "product": "kafka-streams", "start": at(300),
+                     "end": at(400), "end_kind": "unknown", "guarantee": "at_least_once"})
+    return make_timeline(spark, events=events, process_runs=runs)
+
+
+def test_alos_rate_is_per_thread(spark):
+    """Two threads print their summaries milliseconds apart: each thread's rate counts, not the gap between them."""
+    events = [_summary(10, 0.0, 60000, R1), _summary(11, 0.005, 60000, R2),
+              _summary(20, 120.0, 60000, R1), _summary(21, 120.005, 60000, R2)]
+    (finding,) = raised(run_detectors(_alos(spark, events=events), only=["alos-crash-reprocessing"]),
+                        "alos-crash-reprocessing")
+    assert finding.impact.figures["records_estimate"] == 30000  # 2 x 500 records/s x 30 s
+
+
+def test_alos_window_follows_a_late_commit(spark):
+    """commit.interval.ms is not a bound: the last commit came 90 s before the crash."""
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1),
+              ev(30, at(150), f"stream-thread [{R1}] Committed all active tasks [0_1] and standby tasks [] in 3ms",
+                 "COMMIT", run_id="h0#1", stream_thread=R1)]
+    (finding,) = raised(run_detectors(_alos(spark, events=events), only=["alos-crash-reprocessing"]),
+                        "alos-crash-reprocessing")
+    assert finding.impact.figures["reprocessing_window_ms_max"] == 90000
+    assert finding.impact.figures["records_estimate"] == 45000
+
+
+@pytest.mark.parametrize("line", [
+    (f"stream-thread [{R1}] at state RUNNING: partitions [reservations-1] lost due to missed rebalance.\n"
+     "\tlost active tasks: [0_1]\n\tlost assigned standby tasks: []\n", "PARTITIONS_LOST"),
+    (f"stream-thread [{R1}] Detected that the thread is being fenced. This implies that this thread missed a "
+     "rebalance and dropped out of the consumer group. Will close out all assigned tasks and rejoin the consumer "
+     "group.", "TASK_MIGRATED"),
+])
+def test_alos_reprocessing_after_lost_partitions_or_fencing_without_a_crash(spark, line):
+    message, event = line
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1),
+              ev(30, at(200), message, event, run_id="h0#1", stream_thread=R1, task_id="0_1")]
+    (finding,) = raised(run_detectors(_alos(spark, events=events, end_kind="unknown"),
+                                      only=["alos-crash-reprocessing"]), "alos-crash-reprocessing")
+    assert finding.tasks == ["0_1"] and finding.hosts == ["h0"]
+
+
+def test_alos_quiet_when_the_log_is_only_cut_off(spark):
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1)]
+    assert run_detectors(_alos(spark, events=events, end_kind="unknown"), only=["alos-crash-reprocessing"]) == []
+
+
+# --- kinesis-checkpoint-migration-loss (NIFI-16003) ------------------------------------------------
+
+KINESIS_ID = "5f0c2a1e-0197-1000-9d3e-3b8c5e2f4a11"
+NOT_FOUND = (f"ConsumeKinesis[id={KINESIS_ID}] Failed to properly initialize Processor. If still scheduled to run, "
+             "NiFi will attempt to initialize and run the Processor again after the 'Administrative Yield Duration' "
+             "has elapsed. Failure is due to software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException: "
+             "Requested resource not found (Service: DynamoDb, Status Code: 400, Request ID: "
+             "J4CN5S1VQ0M2QH8BR1OGFNTL8NVV4KQNSO5AEMVJF66Q9ASUAAJG)")
+
+
+def _log_step(table, seconds, step, line_no, detail):
+    return {"table": table, "base_table": table.removesuffix("_migration"), "ts": at(seconds), "step": step,
+            "origin": "log", "host": "nifi-0", "error_code": None, "detail": detail,
+            "source": "nifi-0/nifi-app.log", "line_no": line_no}
+
+
+def _kinesis_info_logs(spark, *, deleted=True):
+    prefix = f"ConsumeKinesis[id={KINESIS_ID}] "
+    steps = [
+        _log_step("orders", 0, "CHECKPOINT_TABLE_DELETED", 10, prefix + "Initiated deletion of DynamoDB table [orders]"),
+        _log_step("orders", 6, "CHECKPOINT_TABLE_ACTIVE", 12, prefix + "DynamoDB checkpoint table [orders] is now ACTIVE"),
+        _log_step("orders", 6.01, "MIGRATION_COPY_STARTED", 13,
+                  prefix + "Copying checkpoint items from [orders_migration] to [orders]"),
+        {**_log_step("orders", 6.04, "PROCESSOR_START_FAILED", 14, NOT_FOUND.split(" (Service")[0]),
+         "table": None, "base_table": None, "error_code": "ResourceNotFoundException"},
+    ]
+    if deleted:
+        steps += [_log_step("orders_migration", 36.5, "LINGERING_MIGRATION_DELETED", 30,
+                            prefix + "Deleting orphaned migration table [orders_migration]; legacy checkpoint table "
+                                     "[orders] retains original data"),
+                  _log_step("orders_migration", 36.6, "MIGRATION_TABLE_DELETED", 31,
+                            prefix + "Initiated deletion of DynamoDB table [orders_migration]")]
+    error = ev(14, at(6.04), NOT_FOUND, "PROCESSOR_START_FAILED", host="nifi-0", source="nifi-0/nifi-app.log",
+               product="nifi", component_id=KINESIS_ID, component_type="ConsumeKinesis",
+               error_class="software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException")
+    return make_timeline(spark, events=[error], migration_steps=steps,
+                         process_runs=[{"host": "nifi-0", "run_id": "nifi-0#1", "run_no": 1, "product": "nifi",
+                                        "version": "2.9.0"}])
+
+
+def test_kinesis_copy_failure_with_another_error_text_is_caught(spark):
+    (finding,) = raised(run_detectors(_kinesis_info_logs(spark), only=["kinesis-checkpoint-migration-loss"]),
+                        "kinesis-checkpoint-migration-loss")
+    assert (finding.confidence, finding.tasks) == ("confirmed", ["orders"])
+    assert "administrative yield" in finding.explanation
+
+
+def test_kinesis_failed_put_item_of_any_error_code_is_a_copy_failure(spark):
+    from test_detectors import _step
+
+    steps = [_step("orders", at(0), "CHECKPOINT_TABLE_DELETED", 10), _step("orders", at(6), "CHECKPOINT_TABLE_CREATED", 20),
+             _step("orders", at(6.02), "CLOUDTRAIL_PUT_ITEM", 30, "ResourceNotFoundException"),
+             _step("orders_migration", at(36), "MIGRATION_TABLE_DELETED", 40)]
+    tl = make_timeline(spark, migration_steps=steps)
+    (finding,) = raised(run_detectors(tl, only=["kinesis-checkpoint-migration-loss"]), "kinesis-checkpoint-migration-loss")
+    assert (finding.confidence, finding.tasks) == ("confirmed", ["orders"])
+
+
+def test_kinesis_without_the_deletion_expects_it_on_the_retry_after_the_yield(spark):
+    (finding,) = raised(run_detectors(_kinesis_info_logs(spark, deleted=False), only=["kinesis-checkpoint-migration-loss"]),
+                        "kinesis-checkpoint-migration-loss")
+    assert finding.confidence == "likely"
+    assert "administrative yield" in finding.explanation and "09:00:36" in finding.explanation
+    assert "next start" not in finding.explanation

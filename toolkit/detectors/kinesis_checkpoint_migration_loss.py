@@ -4,19 +4,26 @@ NiFi 2.9.0 migrates a KCL-era checkpoint table ``<app>`` through ``<app>_migrati
 ``<app>``, re-create it with the new schema, copy the items from ``<app>_migration``, delete
 ``<app>_migration``. When the copy fails (DynamoDB's request routers still validate the first
 ``PutItem`` against the old key schema: ``ValidationException: Missing the key leaseKey in the
-item``), the next start sees ``<app>`` with the new schema plus a lingering ``<app>_migration``
+item``; any other error between the re-creation and the end of the copy leaves the same state),
+NiFi stops the processor quietly and retries ``@OnScheduled`` after the administrative yield (30 s
+by default); that retry sees ``<app>`` with the new schema plus a lingering ``<app>_migration``
 and deletes the latter without copying it. Every shard restarts from the Initial Stream Position:
 ``TRIM_HORIZON`` reprocesses the stream's retention, ``LATEST`` skips records (data loss).
 
 Decision, per checkpoint table (CloudTrail and/or NiFi INFO logs via ``migration_steps``): legacy
 table deleted -> re-created -> copy failure -> ``<app>_migration`` deleted with no successful copy
-in between. All four seen: ``confirmed``. A copy failure (CloudTrail ``ValidationException`` or the
-processor's ``Missing the key leaseKey`` ERROR) with only part of the rest: ``likely``. Only the
-ERROR line of nifi-app.log (default logging, no AWS evidence): ``possible`` with the evidence
-to collect. A migration whose copy succeeded never matches.
+in between. All four seen: ``confirmed``. A copy failure with only part of the rest: ``likely``. A
+copy failure is a failed ``PutItem`` into the re-created table (any CloudTrail error code), or a
+``Copying checkpoint items from [..] to [..]`` line with no ``Copied ..`` line before the processor's
+start failure (whatever its error text). Only ERROR lines of nifi-app.log (default logging, no AWS
+evidence): ``possible`` with the evidence to collect (``critical`` for the ``Missing the key
+leaseKey`` text, ``warning`` for other DynamoDB errors of a ConsumeKinesis start). A migration whose
+copy succeeded never matches.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from pyspark.sql import functions as F
 
@@ -36,6 +43,11 @@ ID = "kinesis-checkpoint-migration-loss"
 LEASE_KEY_ERROR = "Missing the key leaseKey"
 #: Log clock vs CloudTrail clock: an ERROR line and its failed PutItem are this close.
 MATCH_WINDOW_S = 10
+#: NiFi's default administrative yield: the automatic @OnScheduled retry after a failed start.
+ADMINISTRATIVE_YIELD_S = 30
+#: A start failure this soon after a "Copying checkpoint items" line with no "Copied" line is the copy failing.
+COPY_TO_FAILURE_S = 120
+FAILED_WRITES = ("CLOUDTRAIL_PUT_ITEM", "CLOUDTRAIL_BATCH_WRITE_ITEM")
 
 DELETED = ("CHECKPOINT_TABLE_DELETED", "CHECKPOINT_TABLE_DELETE_CONFIRMED")
 CREATED = ("CHECKPOINT_TABLE_CREATED", "CHECKPOINT_TABLE_CREATE_REQUESTED", "CHECKPOINT_TABLE_ACTIVE")
@@ -44,14 +56,34 @@ MIGRATION_GONE = ("MIGRATION_TABLE_DELETED", "LINGERING_MIGRATION_DELETED")
 COPIED = ("MIGRATION_COPY_COMPLETED", "LINGERING_MIGRATION_RECOPY")
 
 
+def _copy_failures(steps, base):
+    """Copy failures into the re-created table: classified CloudTrail failures, any failed item write into
+    it, and a logged copy start with no completion before the processor's start failure."""
+    cloudtrail = steps.where(base & (F.col("step").isin(*COPY_FAILED)
+                                     | (F.col("step").isin(*FAILED_WRITES) & F.col("error_code").isNotNull())))
+    started = steps.where(base & (F.col("step") == "MIGRATION_COPY_STARTED")).select(
+        "base_table", "host", F.col("ts").alias("copy_at"))
+    done = steps.where(base & F.col("step").isin(*COPIED)).select("base_table", F.col("ts").alias("done_at"))
+    start_failed = steps.where(F.col("step") == "PROCESSOR_START_FAILED").select(
+        "host", "ts", "source", "line_no", "origin", "detail")
+    logged = started.join(start_failed, "host").where(
+        (F.col("ts") >= F.col("copy_at")) & (F.col("ts") <= F.col("copy_at") + F.expr(f"INTERVAL {COPY_TO_FAILURE_S} SECONDS")))
+    logged = logged.join(done, "base_table", "left").groupBy(
+        "base_table", "host", "copy_at", "ts", "source", "line_no", "origin", "detail").agg(
+        F.max(F.when(F.col("done_at").between(F.col("copy_at"), F.col("ts")), 1).otherwise(0)).alias("_done")).where(
+        F.col("_done") == 0)
+    columns = ["base_table", "ts", "source", "line_no", "origin", "detail"]
+    return cloudtrail.select(*columns).unionByName(logged.select(*columns))
+
+
 @detector(id=ID, title="ConsumeKinesis checkpoints lost in a failed table migration (NIFI-16003)",
-          severity="critical", needs=("migration_steps", "nifi_processor_events", "events", "state"))
+          severity="critical", needs=("migration_steps", "events", "state", "process_runs"), role="root-cause")
 def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     """NIFI-16003: legacy table deleted, copy failed, migration table dropped without a re-copy."""
     steps = tl.migration_steps.where(F.col("base_table").isNotNull())
     base = F.col("table") == F.col("base_table")
     migration = F.col("table") == F.concat(F.col("base_table"), F.lit("_migration"))
-    failures = steps.where(base & F.col("step").isin(*COPY_FAILED)).groupBy("base_table").agg(
+    failures = _copy_failures(tl.migration_steps, base).groupBy("base_table").agg(
         F.min(F.struct("ts", "source", "line_no", "origin", "detail")).alias("f"))
     per_table = failures
     # Conditional aggregation keeps every failed table, whatever else is (not) in the evidence.
@@ -71,10 +103,12 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
         F.max(F.when((F.col("copy_ts") > F.col("f.ts")) & (F.col("gone").isNull() | (F.col("copy_ts") <= F.col("gone.ts"))),
                      F.lit(1)).otherwise(F.lit(0))).alias("recopied"))
     tables = [t for t in rows(per_table, 50, order=["base_table"]) if not t.recopied]
-    lease_key = (F.coalesce(F.col("message").contains(LEASE_KEY_ERROR), F.lit(False))
-                 | F.coalesce(F.col("stack").contains(LEASE_KEY_ERROR), F.lit(False)))
-    errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & lease_key).select(
-        "host", "component_id", "ts", "source", "line_no"), 50, order=["ts"])
+    text = F.concat_ws("\n", F.col("message"), F.coalesce(F.col("stack"), F.lit("")))
+    dynamo = text.contains("DynamoDb") | text.contains("dynamodb")
+    kinesis = F.coalesce(F.col("component_type"), F.lit("")).contains("ConsumeKinesis") | text.contains("ConsumeKinesis[")
+    errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & dynamo & kinesis).select(
+        "host", "component_id", "ts", "source", "line_no", text.contains(LEASE_KEY_ERROR).alias("lease_key")),
+        50, order=["ts"])
     findings = []
     matched: set[tuple] = set()
     versions = run_versions(tl)
@@ -144,10 +178,13 @@ def _table_finding(tl, t, error, versions) -> Finding:
     explanation = (
         f"The checkpoint table {table}{component} was migrated from the KCL schema: the legacy table was deleted"
         f"{' at ' + fmt_ts(t.deleted.ts) if t.deleted else ''}, re-created{' at ' + fmt_ts(t.created.ts) if t.created else ''}, "
-        f"and the copy of the checkpoints from {table}_migration failed at {fmt_ts(t.f.ts)} "
-        f"(DynamoDB still validated the item against the old key schema: '{LEASE_KEY_ERROR} in the item'). "
-        + (f"On the retry the processor deleted {table}_migration at {fmt_ts(t.gone.ts)} without copying it: "
-           if t.gone else f"No deletion of {table}_migration is in the evidence yet; on 2.9.0 the next start deletes it "
+        f"and the copy of the checkpoints from {table}_migration failed at {fmt_ts(t.f.ts)}"
+        + (f" ({t.f.detail})" if t.f.detail else "") + ". "
+        + (f"On the automatic retry after the administrative yield the processor deleted {table}_migration at "
+           f"{fmt_ts(t.gone.ts)} without copying it: "
+           if t.gone else f"No deletion of {table}_migration is in the evidence yet; on 2.9.0 the automatic "
+                          f"@OnScheduled retry after the administrative yield ({ADMINISTRATIVE_YIELD_S} s by default, "
+                          f"so from about {fmt_ts(t.f.ts + timedelta(seconds=ADMINISTRATIVE_YIELD_S))}) deletes it "
                           f"without copying: ")
         + "no copy of the shard checkpoints exists anymore and every shard restarted from the Initial Stream "
           "Position. This is NIFI-16003.")
@@ -166,15 +203,19 @@ def _table_finding(tl, t, error, versions) -> Finding:
 
 def _log_only_finding(tl, errors, versions) -> Finding:
     components = sorted({e.component_id for e in errors if e.component_id})
+    lease_key = any(e.lease_key for e in errors)
+    what = f"DynamoDB '{LEASE_KEY_ERROR} in the item' (HTTP 400)" if lease_key else "a DynamoDB error"
     return Finding(
-        detector=ID, severity="critical", confidence="possible",
-        title=f"ConsumeKinesis start failed with '{LEASE_KEY_ERROR}' ({len(errors)} processor(s)): checkpoints may be lost (NIFI-16003)",
+        detector=ID, severity="critical" if lease_key else "warning", confidence="possible",
+        title=(f"ConsumeKinesis start failed with {'the ' + repr(LEASE_KEY_ERROR) + ' error' if lease_key else 'a DynamoDB error'} "
+               f"({len(errors)} processor(s)): checkpoints may be lost (NIFI-16003)"),
         explanation=(
             f"{len(errors)} ConsumeKinesis processor(s) ({', '.join(components) or 'ids unknown'}) failed to start "
-            f"with DynamoDB '{LEASE_KEY_ERROR} in the item' (HTTP 400). On NiFi 2.9.0 this is the copy step of the "
-            f"checkpoint-table migration failing after the legacy table was already deleted; the automatic retry "
-            f"then deletes <table>_migration without copying it (NIFI-16003). With NiFi's default logging the "
-            f"deletion leaves no line in nifi-app.log: CloudTrail and a scan of the tables decide."),
+            f"with {what}. On NiFi 2.9.0 a failure of the copy step of the checkpoint-table migration, after the "
+            f"legacy table was already deleted, looks like this; NiFi then retries @OnScheduled after the "
+            f"administrative yield ({ADMINISTRATIVE_YIELD_S} s by default) and that retry deletes <table>_migration "
+            f"without copying it (NIFI-16003). With NiFi's default logging neither the copy nor the deletion leaves "
+            f"a line in nifi-app.log: CloudTrail and a scan of the tables decide."),
         hosts=sorted({e.host for e in errors if e.host}), tasks=components, ts=errors[0].ts,
         evidence=evidence_lines(tl, [(e.source, e.line_no) for e in errors]),
         missing_evidence=missing_steps(ID),
