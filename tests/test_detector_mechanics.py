@@ -366,3 +366,225 @@ def test_kinesis_without_the_deletion_expects_it_on_the_retry_after_the_yield(sp
     assert finding.confidence == "likely"
     assert "administrative yield" in finding.explanation and "09:00:36" in finding.explanation
     assert "next start" not in finding.explanation
+
+
+# --- the detector contract -----------------------------------------------------------------------
+
+def _register(detector_id, fn, needs=(), severity="warning", role="consequence"):
+    from toolkit.detectors.base import REGISTRY, DetectorSpec
+
+    REGISTRY[detector_id] = DetectorSpec(detector_id, detector_id, severity, tuple(needs), fn, role)
+
+
+def _unregister(*ids):
+    from toolkit.detectors.base import REGISTRY
+
+    for detector_id in ids:
+        REGISTRY.pop(detector_id, None)
+
+
+def test_a_detector_sees_only_the_tables_it_declares(spark):
+    def sneaky(tl):
+        tl.process_runs.count()
+        return tl.events.count() and []
+
+    _register("test-sneaky", sneaky, needs=("process_runs",))
+    try:
+        (finding,) = run_detectors(make_timeline(spark), only=["test-sneaky"])
+    finally:
+        _unregister("test-sneaky")
+    assert finding.severity == "error" and "does not declare" in finding.title and "events" in finding.title
+
+
+def test_every_detector_runs_on_an_empty_timeline_within_its_needs(spark):
+    from toolkit.detectors import registered_detectors
+
+    found = run_detectors(make_timeline(spark))
+    assert [f.title for f in found if f.severity == "error"] == []
+    assert len(registered_detectors()) >= 12
+
+
+def test_fail_on_critical_exits_non_zero_when_a_detector_errors(monkeypatch, tmp_path):
+    import argparse
+
+    from toolkit.detectors import cli
+    from toolkit.detectors.base import Finding
+
+    failed = Finding(detector="eos-stale-restore-checkpoint", severity="error", confidence="possible",
+                     title="detector eos-stale-restore-checkpoint failed: RuntimeError: boom", explanation="raised")
+    monkeypatch.setattr(cli, "_analyse_and_detect", lambda args: ([failed], {"bundle": str(args.bundle)}))
+    parser = cli.build_parser(argparse.ArgumentParser())
+    assert cli.run(parser.parse_args([str(tmp_path), "--fail-on", "critical"])) == cli.EXIT_DETECTOR_ERROR != 0
+    assert cli.run(parser.parse_args([str(tmp_path)])) == cli.EXIT_OK
+
+
+def test_evidence_of_all_findings_is_read_in_one_join(spark, monkeypatch):
+    import toolkit.detectors as detectors
+    from toolkit.detectors.base import Finding
+    from toolkit.detectors.common import evidence_lines
+
+    calls = []
+    real = detectors.resolve_evidence
+    monkeypatch.setattr(detectors, "resolve_evidence", lambda tl, fs, **kw: calls.append(len(fs)) or real(tl, fs, **kw))
+
+    def cites(line_no):
+        def fn(tl):
+            rows = tl.process_runs.collect()  # no access to the events: the runner reads the lines
+            return [Finding(detector=f"test-cites-{line_no}", severity="warning", confidence="likely",
+                            title="t", explanation="e", hosts=[rows[0].host],
+                            evidence=evidence_lines(tl, [("h0/app.log", line_no)]))]
+        return fn
+
+    events = [ev(1, at(1), "stream-thread [t] State transition from PARTITIONS_ASSIGNED to RUNNING", "THREAD_STATE"),
+              ev(2, at(2), "stream-client [c] Streams client stopped completely", "CLIENT_STOPPED")]
+    tl = make_timeline(spark, events=events, process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1}])
+    _register("test-cites-1", cites(1), needs=("process_runs",))
+    _register("test-cites-2", cites(2), needs=("process_runs",))
+    try:
+        found = run_detectors(tl, only=["test-cites-1", "test-cites-2"])
+    finally:
+        _unregister("test-cites-1", "test-cites-2")
+    assert calls == [2]
+    texts = {f.detector: [e.text for e in f.evidence] for f in found}
+    assert texts == {"test-cites-1": [events[0]["message"]], "test-cites-2": [events[1]["message"]]}
+
+
+def test_truncation_is_recorded(spark):
+    from toolkit.detectors.common import bounded
+
+    df = spark.range(7).withColumnRenamed("id", "n")
+    got = bounded(df, 3, order=["n"])
+    assert [r.n for r in got.rows] == [0, 1, 2] and got.total == 7
+    assert got.record("rows") == {"rows": {"total": 7, "shown": 3}}
+    assert bounded(df, 10).record("rows") == {}
+
+
+def test_a_root_cause_ranks_above_its_trigger_and_consequences():
+    from toolkit.detectors.base import Finding
+
+    def f(detector, role, confidence="confirmed", seconds=0):
+        return Finding(detector=detector, severity="warning", confidence=confidence, title=detector,
+                       explanation="e", ts=at(seconds), role=role)
+
+    ranked = sorted([f("restore-from-scratch", "consequence", seconds=0), f("lock-contention", "trigger", seconds=5),
+                     f("alos-crash-reprocessing", "root-cause", "likely", seconds=9)], key=Finding.rank_key)
+    assert [x.detector for x in ranked] == ["alos-crash-reprocessing", "lock-contention", "restore-from-scratch"]
+
+
+# --- general detectors: one case that fires, one that stays quiet ---------------------------------
+
+def _lock(task, seconds, line_no, thread="app-StreamThread-2", holder="app-StreamThread-1"):
+    return {"host": "h0", "run_id": "h0#1", "task_id": task, "kind": "failed", "ts": at(seconds), "thread": thread,
+            "role": "active", "holder_thread": holder, "source": "h0/app.log", "line_no": line_no}
+
+
+def test_lock_contention_is_one_finding_per_host_listing_its_tasks(spark):
+    locks = [_lock(t, s, n) for t, s, n in (("0_1", 0, 1), ("0_1", 90, 2), ("0_2", 0, 3), ("0_2", 95, 4),
+                                            ("0_3", 1, 5), ("0_3", 100, 6))]
+    found = run_detectors(make_timeline(spark, locks=locks), only=["lock-contention"])
+    (finding,) = raised(found, "lock-contention")
+    assert finding.tasks == ["0_1", "0_2", "0_3"] and finding.hosts == ["h0"]
+
+
+def test_lock_contention_short_waits_are_routine(spark):
+    found = run_detectors(make_timeline(spark, locks=[_lock("0_1", 0, 1), _lock("0_1", 2, 2)]),
+                          only=["lock-contention"])
+    assert raised(found, "lock-contention") == [] and [f.severity for f in found] == ["info"]
+
+
+def _cleanup(spark, *, left_before_s, back_after_s=600, assigned=False):
+    cleaned_at = 3600
+    return make_timeline(
+        spark,
+        process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "state_cleanup_delay_ms": 600000}],
+        dir_cleanups=[{"host": "h0", "run_id": "h0#1", "task_id": "0_1", "ts": at(cleaned_at), "delay_ms": 600000,
+                       "last_owner_thread": "app-StreamThread-1", "last_owner_role": "active",
+                       "last_owner_until": at(cleaned_at - left_before_s), "assigned_at_the_time": assigned,
+                       "source": "h0/app.log", "line_no": 9}],
+        task_lifecycles=[{"host": "h0", "run_id": "h0#1", "stream_thread": "app-StreamThread-1", "task_id": "0_1",
+                          "role": "active", "phase": "assigned", "start": at(cleaned_at + back_after_s),
+                          "source": "h0/app.log", "line_no": 20}])
+
+
+def test_cleaner_routine_cleanup_of_a_task_that_left_long_ago_is_info(spark):
+    found = run_detectors(_cleanup(spark, left_before_s=1800), only=["cleaner-races-assignment"])
+    assert raised(found, "cleaner-races-assignment") == [] and [f.severity for f in found] == ["info"]
+
+
+@pytest.mark.parametrize("case", ["assigned", "left-recently"])
+def test_cleaner_deleting_an_assigned_or_just_released_directory_is_a_race(spark, case):
+    tl = _cleanup(spark, left_before_s=1800, assigned=True) if case == "assigned" else _cleanup(spark, left_before_s=60)
+    (finding,) = raised(run_detectors(tl, only=["cleaner-races-assignment"]), "cleaner-races-assignment")
+    assert finding.tasks == ["0_1"]
+
+
+def _scratch(spark, previous_end):
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "end_kind": previous_end, "end": at(100)},
+            {"host": "h0", "run_id": "h0#2", "run_no": 2, "end_kind": "unknown"}]
+    restorations = [{"host": "h0", "run_id": "h0#2", "task_id": f"0_{p}", "topic": "app-store-changelog",
+                     "partition": p, "start": at(200), "end": at(800), "start_offset": 0, "end_offset": 2_000_000,
+                     "records": 2_000_000, "from_scratch": True, "completed": True, "start_source": "h0/app.log",
+                     "start_line_no": 10 + p, "source": "h0/app.log", "line_no": 20 + p} for p in range(2)]
+    return make_timeline(spark, process_runs=runs, restorations=restorations)
+
+
+def test_restore_from_scratch_after_a_crash_is_a_warning(spark):
+    (finding,) = raised(run_detectors(_scratch(spark, "crash"), only=["restore-from-scratch"]), "restore-from-scratch")
+    assert finding.tasks == ["0_0", "0_1"]
+
+
+def test_restore_from_scratch_after_a_clean_restart_is_routine(spark):
+    found = run_detectors(_scratch(spark, "clean"), only=["restore-from-scratch"])
+    assert raised(found, "restore-from-scratch") == [] and [f.severity for f in found] == ["info"]
+
+
+def test_rebalance_storm_fires_on_many_generations_and_not_on_a_rolling_restart(spark):
+    def gens(n):
+        return [{"group_id": "app", "generation": g, "host": f"h{g % 3}", "run_id": f"h{g % 3}#1",
+                 "joined": at(20 * g), "source": f"h{g % 3}/app.log", "line_no": g} for g in range(1, n + 1)]
+
+    (finding,) = raised(run_detectors(make_timeline(spark, generations=gens(8)), only=["rebalance-storm"]),
+                        "rebalance-storm")
+    assert len(finding.hosts) == 3
+    assert run_detectors(make_timeline(spark, generations=gens(3)), only=["rebalance-storm"]) == []
+
+
+def _runs(end_kinds):
+    return [{"host": "h0", "run_id": f"h0#{n}", "run_no": n, "product": "kafka-streams", "start": at(100 * n),
+             "end": at(100 * n + 50), "end_kind": kind, "guarantee": "at_least_once", "end_source": "h0/app.log",
+             "end_line_no": 10 * n, "source": "h0/app.log", "line_no": 10 * n - 5}
+            for n, kind in enumerate(end_kinds, 1)]
+
+
+def test_unclean_shutdown_one_finding_per_host_and_quiet_after_clean_stops(spark):
+    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=_runs(["crash", "crash", "unknown"])),
+                                      only=["unclean-shutdown"]), "unclean-shutdown")
+    assert finding.hosts == ["h0"] and finding.impact.figures["runs"] == 2
+    assert run_detectors(make_timeline(spark, process_runs=_runs(["clean", "unknown"])), only=["unclean-shutdown"]) == []
+
+
+def test_eos_wipe_is_a_warning_only_after_a_clean_stop(spark):
+    runs = _runs(["clean", "unknown"])
+    wipes = [{"host": "h0", "run_id": "h0#2", "task_id": "0_1", "ts": at(210), "reason": "task-corrupted",
+              "source": "h0/app.log", "line_no": 30}]
+    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=runs, wipes=wipes),
+                                      only=["eos-task-corruption-wipe"]), "eos-task-corruption-wipe")
+    assert finding.tasks == ["0_1"]
+    after_crash = run_detectors(make_timeline(spark, process_runs=_runs(["crash", "unknown"]), wipes=wipes),
+                                only=["eos-task-corruption-wipe"])
+    assert raised(after_crash, "eos-task-corruption-wipe") == [] and [f.severity for f in after_crash] == ["info"]
+
+
+def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(spark):
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "start": at(0), "end": at(4000), "end_kind": "unknown",
+             "guarantee": "exactly_once_v2", "version": "4.0.1"}]
+
+    def write(seconds, line_no):
+        return {"host": "h0", "task_id": "0_1", "ts": at(seconds), "kind": "written", "origin": "log",
+                "run_id": "h0#1", "source": "h0/app.json", "line_no": line_no}
+
+    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3)]),
+                                      only=["eos-checkpoint-stale-during-running"]), "eos-checkpoint-stale-during-running")
+    assert finding.tasks == ["0_1"]
+    rewritten = make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3), write(3990, 90)])
+    assert run_detectors(rewritten, only=["eos-checkpoint-stale-during-running"]) == []

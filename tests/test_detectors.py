@@ -347,7 +347,7 @@ def test_playbooks_name_the_known_bugs_of_their_detector():
             assert bug.id in text, (detector_id, bug.id)
 
 
-def test_a_failing_detector_becomes_an_info_finding(spark):
+def test_a_failing_detector_becomes_an_error_finding(spark):
     def broken(_tl):
         raise RuntimeError("boom")
 
@@ -356,7 +356,7 @@ def test_a_failing_detector_becomes_an_info_finding(spark):
         (finding,) = run_detectors(object(), only=["test-broken"])
     finally:
         del REGISTRY["test-broken"]
-    assert finding.severity == "info" and finding.title.startswith("detector test-broken failed: RuntimeError: boom")
+    assert finding.severity == "error" and finding.title.startswith("detector test-broken failed: RuntimeError: boom")
 
 
 def test_unknown_detector_id_is_refused():
@@ -378,11 +378,12 @@ def test_ranking_and_json_round_trip():
     assert [f.detector for f in ranked] == ["d", "a", "b", "c"]
     data = findings_to_json(ranked, bundle="x")
     assert data["schema_version"] == 1 and data["bundle"] == "x"
-    assert data["summary"] == {"findings": 4, "critical": 3, "warning": 0, "info": 1, "detectors": ["a", "b", "c", "d"]}
+    assert data["summary"] == {"findings": 4, "critical": 3, "warning": 0, "info": 1, "error": 0,
+                               "detectors": ["a", "b", "c", "d"]}
     first = data["findings"][0]
     assert first["ts"] == "2026-03-07T09:00:02.000Z" and first["evidence"][0]["ts"] == "2026-03-07T09:00:02.000Z"
     assert set(first) == {"detector", "severity", "confidence", "title", "explanation", "hosts", "tasks", "ts",
-                          "evidence", "missing_evidence", "impact", "known_bugs", "playbook"}
+                          "evidence", "missing_evidence", "impact", "known_bugs", "playbook", "truncation", "role"}
     json.dumps(data)
     back = findings_from_json(data)
     assert [f.detector for f in back] == ["d", "a", "b", "c"] and back[0].impact.figures == {"records": 1}
@@ -392,7 +393,8 @@ def test_schema_doc_lists_every_field():
     doc = (REPO / "docs" / "findings-schema.md").read_text(encoding="utf-8")
     for name in ("schema_version", "summary", "findings", "detector", "severity", "confidence", "title",
                  "explanation", "hosts", "tasks", "ts", "evidence", "source", "line_no", "text", "kind",
-                 "missing_evidence", "impact", "figures", "method", "known_bugs", "playbook"):
+                 "missing_evidence", "impact", "figures", "method", "known_bugs", "playbook", "truncation", "total",
+                 "shown", "role", "error"):
         assert f"`{name}`" in doc, name
 
 

@@ -50,18 +50,19 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     return StateFacts(**tables)
 
 
-DERIVED_TABLES = ("events", "config", "unknown_shapes")
+DERIVED_TABLES = ("events", "config", "unknown_shapes", "run_bounds")
 
 
 def classify_records(spark: SparkSession, records: DataFrame, out: Path, progress: Progress | None = None,
                      cache: ParseCache | None = None, file_keys: list[str] | None = None
                      ) -> tuple[DataFrame, DataFrame]:
-    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``unknown_shapes.parquet``.
+    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet``, ``unknown_shapes.parquet`` and
+    ``run_bounds.parquet`` (first and last line of each process run among all records).
 
     With the parse cache and the cache keys of the files behind ``records``, a bundle whose files
     are all unchanged since an earlier run gets these tables copied from the cache instead.
     """
-    from toolkit.events import classify, extract_config, tag_runs, unknown_shapes
+    from toolkit.events import classify, extract_config, run_bounds, tag_runs, unknown_shapes
 
     say = progress or (lambda _m: None)
     paths = _table_paths(out, DERIVED_TABLES)
@@ -73,6 +74,7 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
         tag_runs(classify(records)).write.mode("overwrite").parquet(paths["events"])
         extract_config(records).write.mode("overwrite").parquet(paths["config"])
         unknown_shapes(records).write.mode("overwrite").parquet(paths["unknown_shapes"])
+        run_bounds(records).write.mode("overwrite").parquet(paths["run_bounds"])
         if kept is not None:
             cache.store_derived(kept, paths)
     return spark.read.parquet(paths["events"]), spark.read.parquet(paths["config"])
@@ -102,7 +104,9 @@ def analyse(
         timeline = _cached_timeline(spark, events, state, config, out, cache, report, say)
     if timeline is None:
         say("reconstructing the timeline")
-        timeline = build_timeline(events, state, config)
+        bounds_path = out / "run_bounds.parquet"
+        bounds = spark.read.parquet(str(bounds_path.resolve())) if bounds_path.exists() else None
+        timeline = build_timeline(events, state, config, bounds)
         if write_timeline:
             timeline.write(out)
             timeline = _reload(spark, timeline, out)

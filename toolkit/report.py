@@ -240,7 +240,7 @@ def save_findings(inv: Investigation) -> Path:
 # Report building blocks (HTML fragments; escaped, no external links)
 # --------------------------------------------------------------------------------------------
 
-_SEVERITY_COLOUR = {"critical": "#b00020", "warning": "#b35900", "info": "#35638a"}
+_SEVERITY_COLOUR = {"critical": "#b00020", "warning": "#b35900", "info": "#35638a", "error": "#6a1b9a"}
 
 
 def playbook_link(finding) -> str:
@@ -267,7 +267,8 @@ def verdict_html(findings: Sequence, bundle_name: str) -> str:
                        "<h2 style='margin:0'>Verdict: no known incident pattern found</h2>"
                        "<p>No detector matched. Check the ingest problems below (unparsed or missing logs can hide "
                        "an incident) and the timeline charts.</p></div>")
-    top = findings[0]
+    # A failed detector (status "error") is listed, never the verdict.
+    top = next((f for f in findings if f.severity != "error"), findings[0])
     colour = _SEVERITY_COLOUR.get(top.severity, "#333")
     parts = [head,
              f"<div style='border-left:8px solid {colour};padding:0.6em 1em;background:#fdf3f3'>",

@@ -20,7 +20,8 @@ WINDOW_MINUTES = 10
 STORM_GENERATIONS = 6
 
 
-@detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations",))
+@detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations", "process_runs"),
+          role="trigger")
 def rebalance_storm(tl) -> list[Finding]:
     """Many generations of one consumer group within a few minutes."""
     gens = tl.generations.where(F.col("generation").isNotNull() & F.col("joined").isNotNull()).groupBy(
