@@ -543,9 +543,14 @@ def test_rebalance_storm_fires_on_many_generations_and_not_on_a_rolling_restart(
         return [{"group_id": "app", "generation": g, "host": f"h{g % 3}", "run_id": f"h{g % 3}#1",
                  "joined": at(20 * g), "source": f"h{g % 3}/app.log", "line_no": g} for g in range(1, n + 1)]
 
-    (finding,) = raised(run_detectors(make_timeline(spark, generations=gens(8)), only=["rebalance-storm"]),
+    lost = [ev(40, at(70), "stream-thread [app-StreamThread-1] at state RUNNING: partitions [orders-1] lost due to "
+                           "missed rebalance.\n\tlost active tasks: [0_1]\n\tlost assigned standby tasks: []\n",
+               "PARTITIONS_LOST", host="h1", run_id="h1#1")]
+    (finding,) = raised(run_detectors(make_timeline(spark, generations=gens(8), events=lost), only=["rebalance-storm"]),
                         "rebalance-storm")
     assert len(finding.hosts) == 3
+    # A storm that loses nothing is a pause, not damage; a rolling restart is not a storm at all.
+    assert [f.severity for f in run_detectors(make_timeline(spark, generations=gens(8)), only=["rebalance-storm"])] == ["info"]
     assert run_detectors(make_timeline(spark, generations=gens(3)), only=["rebalance-storm"]) == []
 
 

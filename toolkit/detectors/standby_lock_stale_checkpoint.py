@@ -241,13 +241,19 @@ def _finding(host: str, per_task: dict, runs: dict) -> Finding:
 
 
 def _info_only(tl, runs: dict, skip_hosts: set) -> list[Finding]:
-    """INFO logs on an affected version: a cleaner deletion of a directory of a task the host held as a standby."""
+    """INFO logs on an affected version: the cleaner deleted the directory of a task the host held as a standby.
+
+    The write-back cannot be seen at INFO; what can: a state capture showing the task directory re-created
+    after the deletion (every file newer than it) with a ``.checkpoint``, or a ``.checkpoint`` without store
+    files; or the task starting again on the host after the deletion without the from-the-beginning restore
+    line a missing checkpoint prints (2.1+), i.e. a checkpoint existed again. Either gives ``likely``
+    (critical); neither gives ``info`` with the evidence to collect.
+    """
     affected_runs = [r.run_id for r in runs.values() if _gate(r) is True and (r.num_standby_replicas or 1) >= 1]
     if not affected_runs:
         return []
-    standby = tl.task_lifecycles.where((F.col("role") == "standby") & F.col("run_id").isin(affected_runs)).select(
-        "host", "run_id", "task_id", F.col("start").alias("standby_at")).groupBy("host", "run_id", "task_id").agg(
-        F.min("standby_at").alias("standby_at"))
+    standby = tl.task_lifecycles.where((F.col("role") == "standby") & F.col("run_id").isin(affected_runs)).groupBy(
+        "host", "run_id", "task_id").agg(F.min("start").alias("standby_at"))
     cleaned = tl.dir_cleanups.where(F.col("run_id").isin(affected_runs)).select(
         "host", "run_id", "task_id", F.col("ts").alias("cleaned_at"), "source", "line_no")
     candidates = cleaned.join(standby, ["host", "run_id", "task_id"]).where(F.col("standby_at") < F.col("cleaned_at"))
@@ -257,42 +263,89 @@ def _info_only(tl, runs: dict, skip_hosts: set) -> list[Finding]:
     if not found:
         return []
     lock_lines = {r.host for r in rows(tl.locks.where(F.col("kind") == "failed").select("host").distinct(), 100)}
-    captured = rows(_captured_without_store(tl), 200)
+    hosts = sorted({r.host for r in found} - lock_lines)  # where lock failures are visible the full chain decided
+    if not hosts:
+        return []
+    files = rows(tl.state.state_files.where(F.col("host").isin(hosts) & F.col("task_id").isNotNull()).groupBy(
+        "host", "task_id", "source").agg(F.min("mtime").alias("oldest"), F.max("mtime").alias("newest"),
+                                         F.max(F.col("kind").isin(*STORE_DATA_KINDS).cast("int")).alias("store")), 500)
+    checkpoints = {(c.host, c.task_id): c for c in rows(tl.state.checkpoints.where(
+        F.col("host").isin(hosts) & F.col("problem").isNull()), 500)}
+    later = tl.task_lifecycles.where(F.col("host").isin(hosts)).select(
+        "host", "task_id", "role", F.col("start").alias("back_at"), F.col("source").alias("back_source"),
+        F.col("line_no").alias("back_line"))
+    full_restore = tl.events.where(F.col("host").isin(hosts) & F.col("task_id").isNotNull() & (
+        (F.col("event") == "CHECKPOINT_MISSING") | ((F.col("event") == "RESTORE_START")
+                                                   & F.col("message").contains("from beginning of the changelog")))
+    ).select("host", "task_id", F.col("ts").alias("full_at"))
+    backs = {(b.host, b.task_id): b for b in rows(candidates.join(later, ["host", "task_id"]).where(
+        (F.col("back_at") > F.col("cleaned_at")) & (F.col("role") == "active")).join(
+        full_restore, ["host", "task_id"], "left").groupBy("host", "task_id", "cleaned_at").agg(
+        F.min(F.struct("back_at", "back_source", "back_line")).alias("b"),
+        F.max(F.when(F.col("full_at") > F.col("cleaned_at"), 1).otherwise(0)).alias("full")), 200)}
     findings = []
-    for host in sorted({r.host for r in found}):
-        if host in lock_lines:
-            continue  # lock failures are visible there: the full chain decided
+    for host in hosts:
         mine = [r for r in found if r.host == host]
         tasks = sorted({r.task_id for r in mine})
-        caps = [c for c in captured if c.host == host and c.task_id in tasks
-                and any(c.captured_at and c.captured_at > r.cleaned_at for r in mine if r.task_id == c.task_id)]
         run = runs.get(mine[0].run_id)
-        state_evidence = [Evidence(c.capture_source, None,
-                                   f"{c.capture_file}: {c.topic}-{c.partition} offset {c.captured_offset} "
-                                   f"(mtime {fmt_ts(c.captured_mtime)}), no RocksDB files in task directory {c.task_id}",
-                                   "state", c.captured_mtime) for c in caps[:4]]
-        cap_tasks = sorted({c.task_id for c in caps})
+        version = (run.version or run.version_range) if run else None
+        state_evidence, log_refs_, proven = [], [], []
+        for r in mine:
+            for f in (f for f in files if f.host == host and f.task_id == r.task_id):
+                ckpt = checkpoints.get((host, r.task_id))
+                recreated = f.oldest is not None and f.oldest > r.cleaned_at and ckpt is not None
+                bare = ckpt is not None and not f.store
+                if recreated or bare:
+                    proven.append(r.task_id)
+                    state_evidence.append(Evidence(
+                        f.source, None,
+                        f"task directory {r.task_id}: " + (f"every file written after the cleaner deleted it "
+                                                           f"({fmt_ts(f.oldest)} .. {fmt_ts(f.newest)})"
+                                                           if recreated else "no RocksDB files")
+                        + f", .checkpoint {ckpt.topic}-{ckpt.partition} offset {ckpt.offset}", "state", f.oldest))
+            back = backs.get((host, r.task_id))
+            if back is not None and not back.full and _from_beginning_is_logged(version):
+                proven.append(r.task_id)
+                log_refs_.append((back.b.back_source, back.b.back_line))
+            log_refs_.append((r.source, r.line_no))
+        proven_tasks = sorted(set(proven))
         findings.append(Finding(
-            detector=ID, severity="critical" if caps else "info", confidence="likely" if caps else "possible",
-            title=(f"{host}: standby task(s) {', '.join(cap_tasks or tasks)} "
-                   + ("have a .checkpoint without store data after the cleaner deleted their directory (KAFKA-8187)"
-                      if caps else "had their directory deleted by the cleaner; KAFKA-8187 cannot be checked at INFO")),
-            explanation=(f"{host} runs {(run.version or run.version_range) if run else 'a version'} (affected by "
-                         f"KAFKA-8187) with standby tasks; the cleaner deleted the directory of task(s) "
-                         f"{', '.join(tasks)} that this host held as a standby. On 2.0-2.2 the standby's failed lock "
-                         f"and its write-back of the old checkpoint are logged at TRACE and the restore start at "
-                         f"DEBUG, so INFO logs cannot show the chain. "
-                         + ("A state capture taken after the deletion shows the directory re-created with a "
-                            ".checkpoint and no store files: the stale write-back." if caps else
+            detector=ID, severity="critical" if proven_tasks else "info",
+            confidence="likely" if proven_tasks else "possible",
+            title=(f"{host}: standby task(s) {', '.join(proven_tasks or tasks)} "
+                   + ("came back on a directory the cleaner had deleted, with a checkpoint again (KAFKA-8187)"
+                      if proven_tasks else "had their directory deleted by the cleaner; KAFKA-8187 cannot be checked at INFO")),
+            explanation=(f"{host} runs {version or 'a version'} (affected by KAFKA-8187) with standby tasks; the cleaner "
+                         f"deleted the directory of task(s) {', '.join(tasks)} while this host held them as standbys. "
+                         f"On 2.0-2.2 the standby's failed lock and its write-back of the old checkpoint are TRACE and "
+                         f"the restore start DEBUG, so INFO logs cannot show the chain. "
+                         + ("What they and the state capture do show: the task directory exists again with a "
+                            ".checkpoint, and/or the task started again on this host without the 'from beginning' "
+                            "restore a missing checkpoint prints: a checkpoint was written back without the store "
+                            "data, so everything before its offset is missing." if proven_tasks else
                             "Collect the state directory and the TRACE/DEBUG lines below to decide.")),
-            hosts=[host], tasks=cap_tasks or tasks, ts=mine[0].cleaned_at,
-            evidence=merge_evidence(evidence_lines(None, [(r.source, r.line_no) for r in mine]), state_evidence),
-            missing_evidence=missing_steps(ID, MISSING_TRACE, *([] if caps else [MISSING_CAPTURE])),
+            hosts=[host], tasks=proven_tasks or tasks, ts=mine[0].cleaned_at,
+            evidence=merge_evidence(evidence_lines(None, log_refs_), state_evidence),
+            missing_evidence=missing_steps(ID, MISSING_TRACE, *([] if state_evidence else [MISSING_CAPTURE])),
             impact=Impact(summary=("the stores of these tasks miss every changelog record before the checkpointed "
-                                   "offset once they restore from it" if caps else "unknown without TRACE logs or a "
-                                   "state capture"),
-                          figures={"tasks": len(cap_tasks or tasks)},
-                          method="capture facts only" if caps else "none: evidence missing"),
-            known_bugs=known_bug_sentences(ID, [(run.version or run.version_range) if run else None]),
+                                   "offset" if proven_tasks else "unknown without TRACE logs or a state capture"),
+                          figures={"tasks": len(proven_tasks or tasks)},
+                          method="capture facts and the absence of a full restore" if proven_tasks else
+                                 "none: evidence missing"),
+            known_bugs=known_bug_sentences(ID, [version]),
         ))
     return findings
+
+
+def _from_beginning_is_logged(version: str | None) -> bool:
+    """2.1+ prints 'Restoring task ...'s state store ... from beginning of the changelog' at INFO when no
+    checkpoint exists (at-least-once); 2.0 does not, so its silence proves nothing."""
+    from toolkit.detectors.common import version_args
+    from toolkit.knowledge.versions import compare_versions
+
+    v, span = version_args(version, None)
+    low = v or (span[0] if span else None)
+    try:
+        return bool(low) and compare_versions(low, "2.1") >= 0
+    except ValueError:
+        return False
