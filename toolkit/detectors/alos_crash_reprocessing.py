@@ -65,7 +65,7 @@ def _last_commits(tl, run_ids: list[str]):
 
 
 @detector(id=ID, title="At-least-once crash or lost partitions: uncommitted work is reprocessed", severity="warning",
-          needs=("process_runs", "events", "restorations"), role="root-cause")
+          needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause")
 def alos_crash_reprocessing(tl) -> list[Finding]:
     """Size the reprocessing window of at-least-once crashes and of lost/fenced partitions."""
     runs = _alos_runs(tl)
@@ -82,9 +82,19 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
     rates = rows(_thread_rates(tl, run_ids), 500)
     commits = {r.run_id: r.c for r in rows(_last_commits(tl, run_ids), 500)}
     restored = _restores_after(tl, crashed)
+    crashed_ids = sorted({r.run_id for r in crashed})
+    owned: dict[str, set] = {}
+    if crashed_ids:
+        for r in rows(tl.task_lifecycles.where(F.col("run_id").isin(crashed_ids) & (F.col("role") == "active")
+                                               & F.col("phase").isin("assigned", "restoring", "running"))
+                      .select("run_id", "task_id").distinct(), 500):
+            owned.setdefault(r.run_id, set()).add(r.task_id)
     findings = []
     for host in sorted({r.host for r in crashed}):
-        findings.append(_crash_finding(host, [r for r in crashed if r.host == host], rates, commits, restored))
+        mine = [r for r in crashed if r.host == host]
+        finding = _crash_finding(host, mine, rates, commits, restored)
+        finding.tasks = sorted(set(finding.tasks) | {t for r in mine for t in owned.get(r.run_id, ()) if t})
+        findings.append(finding)
     for host in sorted({r.host for r in lost}):
         findings.append(_lost_finding(host, [r for r in lost if r.host == host], rates))
     return findings

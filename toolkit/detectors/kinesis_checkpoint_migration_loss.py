@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
+    bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
@@ -102,14 +103,15 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     per_table = per_table.join(copied, "base_table", "left").groupBy("base_table", "f", "deleted", "created", "gone").agg(
         F.max(F.when((F.col("copy_ts") > F.col("f.ts")) & (F.col("gone").isNull() | (F.col("copy_ts") <= F.col("gone.ts"))),
                      F.lit(1)).otherwise(F.lit(0))).alias("recopied"))
-    tables = [t for t in rows(per_table, 50, order=["base_table"]) if not t.recopied]
+    every_table = rows(per_table, 200, order=["base_table"])
+    tables = [t for t in every_table if not t.recopied]
     text = F.concat_ws("\n", F.col("message"), F.coalesce(F.col("stack"), F.lit("")))
     dynamo = text.contains("DynamoDb") | text.contains("dynamodb")
     kinesis = F.coalesce(F.col("component_type"), F.lit("")).contains("ConsumeKinesis") | text.contains("ConsumeKinesis[")
     errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & dynamo & kinesis).select(
         "host", "component_id", "ts", "source", "line_no", text.contains(LEASE_KEY_ERROR).alias("lease_key")),
         50, order=["ts"])
-    findings = []
+    per_table_findings = []
     matched: set[tuple] = set()
     versions = run_versions(tl)
     for t in tables:
@@ -119,11 +121,119 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
         error = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds())) if near else None
         if error is not None:
             matched.add((error.source, error.line_no))
-        findings.append(_table_finding(tl, t, error, versions))
+        per_table_findings.append(_table_finding(tl, t, error, versions))
+    # A copy that failed and was then re-copied (2.10+) explains its start failure too: not an orphan.
+    for t in every_table:
+        if t.recopied:
+            near = [e for e in errors if (e.source, e.line_no) not in matched
+                    and abs((e.ts - t.f.ts).total_seconds()) <= MATCH_WINDOW_S]
+            if near:
+                best = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds()))
+                matched.add((best.source, best.line_no))
+    explained = {t.base_table for t in every_table}
+    for inferred, error in _inferred_failures(steps, base, migration, errors, matched, explained):
+        matched.add((error.source, error.line_no))
+        per_table_findings.append(_table_finding(tl, inferred, error, versions))
+    findings = _per_host(per_table_findings)
     orphans = [e for e in errors if (e.source, e.line_no) not in matched]
-    if orphans:
+    # On 2.11+ both the lingering-migration deletion (NIFI-16003) and the rename-lock variant (NIFI-16066) are
+    # fixed: a failed start is retried and re-copies, so an unexplained ERROR line alone is no loss.
+    fixed_everywhere = bool(versions) and all(
+        bug_status("NIFI-16003", v) == "fixed" and bug_status("NIFI-16066", v) == "fixed" for v in versions)
+    if orphans and not fixed_everywhere:
         findings.append(_log_only_finding(tl, orphans, versions))
     return findings
+
+
+def _inferred_failures(steps, base, migration, errors, matched: set, explained: set):
+    """Copy failures that left no record of their own (management-only CloudTrail, default logging).
+
+    ``<app>`` re-created, a ConsumeKinesis start failure with a DynamoDB error after it, and
+    ``<app>_migration`` deleted one administrative yield after that failure (the automatic retry),
+    with no successful copy in between. Each failure line explains one table: the one whose
+    deletion came closest to one yield after it.
+    """
+    created = rows(steps.where(base & F.col("step").isin(*CREATED)).select(
+        "base_table", "ts", "source", "line_no"), 500, order=["ts"])
+    gone = rows(steps.where(migration & F.col("step").isin(*MIGRATION_GONE)).select(
+        "base_table", "ts", "source", "line_no"), 500, order=["ts"])
+    copied = rows(steps.where(base & (F.col("step").isin(*COPIED) | ((F.col("step") == "CLOUDTRAIL_PUT_ITEM")
+                                                                    & F.col("error_code").isNull()))).select(
+        "base_table", "ts"), 2000)
+    deleted = rows(steps.where(base & F.col("step").isin(*DELETED)).select("base_table", "ts", "source", "line_no"), 500)
+    candidates = []
+    for c in created:
+        if c.base_table in explained:
+            continue
+        drop = next((g for g in gone if g.base_table == c.base_table and g.ts >= c.ts), None)
+        if drop is None or (drop.ts - c.ts).total_seconds() < ADMINISTRATIVE_YIELD_S / 2:
+            continue  # deleted right after the copy: a successful migration
+        if any(x.base_table == c.base_table and c.ts <= x.ts <= drop.ts for x in copied):
+            continue
+        for e in errors:
+            if (e.source, e.line_no) in matched or not (c.ts <= e.ts <= drop.ts):
+                continue
+            off = abs((drop.ts - e.ts).total_seconds() - ADMINISTRATIVE_YIELD_S)
+            if off <= MATCH_WINDOW_S:
+                candidates.append((off, c, drop, e))
+    used_tables, used_errors, out = set(), set(), []
+    for off, c, drop, e in sorted(candidates, key=lambda x: x[0]):
+        if c.base_table in used_tables or (e.source, e.line_no) in used_errors:
+            continue
+        used_tables.add(c.base_table)
+        used_errors.add((e.source, e.line_no))
+        legacy = max((d for d in deleted if d.base_table == c.base_table and d.ts <= c.ts), key=lambda d: d.ts,
+                     default=None)
+        inferred = _InferredTable(
+            base_table=c.base_table,
+            f=_Step(e.ts, e.source, e.line_no, "log", "start failure between the re-creation and the deletion of "
+                                                      f"{c.base_table}_migration one administrative yield later"),
+            deleted=_Step(legacy.ts, legacy.source, legacy.line_no) if legacy else None,
+            created=_Step(c.ts, c.source, c.line_no), gone=_Step(drop.ts, drop.source, drop.line_no), recopied=0)
+        out.append((inferred, e))
+    return out
+
+
+class _Step:
+    """A migration step as the table findings read it (``ts``, ``source``, ``line_no``, ``origin``, ``detail``)."""
+
+    def __init__(self, ts, source, line_no, origin=None, detail=None):
+        self.ts, self.source, self.line_no, self.origin, self.detail = ts, source, line_no, origin, detail
+
+
+class _InferredTable:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def _per_host(findings: list[Finding]) -> list[Finding]:
+    """One finding per host (the node whose processor failed) listing its tables."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(tuple(f.hosts), []).append(f)
+    merged = []
+    for hosts, group in groups.items():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        tables = sorted({t for f in group for t in f.tasks})
+        worst = min(group, key=lambda f: ("confirmed", "likely", "possible").index(f.confidence))
+        weakest = max(group, key=lambda f: ("confirmed", "likely", "possible").index(f.confidence))
+        merged.append(Finding(
+            detector=ID, severity="critical", confidence=weakest.confidence,
+            title=f"Kinesis checkpoints of {', '.join(tables)} lost in failed migrations (NIFI-16003)"
+                  + (f" on {', '.join(hosts)}" if hosts else ""),
+            explanation=" ".join(f.explanation for f in group),
+            hosts=list(hosts), tasks=tables, ts=min((f.ts for f in group if f.ts), default=None),
+            evidence=merge_evidence(*(f.evidence for f in group)),
+            missing_evidence=list(dict.fromkeys(m for f in group for m in f.missing_evidence)),
+            impact=Impact(summary=" ".join(f.impact.summary for f in group if f.impact),
+                          figures={"tables": {f.tasks[0]: f.impact.figures for f in group if f.impact and f.tasks},
+                                   "shards": sum((f.impact.figures.get("shards") or 0) for f in group if f.impact)},
+                          method=worst.impact.method if worst.impact else ""),
+            known_bugs=worst.known_bugs,
+        ))
+    return merged
 
 
 def _shard_facts(tl, table: str):
