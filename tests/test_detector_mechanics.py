@@ -593,3 +593,31 @@ def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(s
     assert finding.tasks == ["0_1"]
     rewritten = make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3), write(3990, 90)])
     assert run_detectors(rewritten, only=["eos-checkpoint-stale-during-running"]) == []
+
+
+def test_kinesis_management_trail_and_default_logging_one_finding_per_node(spark):
+    """Only DeleteTable/CreateTable in CloudTrail and the ERROR lines: the retry's deletion one administrative
+    yield after each start failure ties the failure to its table; a table dropped right after its copy migrated."""
+    from test_detectors import _step
+
+    def error(line_no, seconds, component):
+        message = NOT_FOUND.replace(KINESIS_ID, component).replace(
+            "ResourceNotFoundException: Requested resource not found",
+            "DynamoDbException: One or more parameter values were invalid: Missing the key leaseKey in the item")
+        return ev(line_no, at(seconds), message, "PROCESSOR_START_FAILED", host="nifi-1", source="nifi-1/nifi-app.log",
+                  product="nifi", component_id=component, component_type="ConsumeKinesis")
+
+    steps, events = [], []
+    for n, (table, created, failed_at) in enumerate((("orders", 10.0, 16.1), ("payments", 11.0, 17.3),
+                                                     ("clicks", 12.0, None))):
+        steps += [_step(table, at(created - 5), "CHECKPOINT_TABLE_DELETED", 100 + n),
+                  _step(table, at(created), "CHECKPOINT_TABLE_CREATED", 200 + n),
+                  _step(f"{table}_migration", at(failed_at + 30.1 if failed_at else created + 5.2),
+                        "MIGRATION_TABLE_DELETED", 300 + n)]
+        if failed_at:
+            events.append(error(10 + n, failed_at, f"5f0c2a1e-0197-1000-9d3e-3b8c5e2f4a1{n}"))
+    tl = make_timeline(spark, events=events, migration_steps=steps,
+                       process_runs=[{"host": "nifi-1", "run_id": "nifi-1#1", "run_no": 1, "product": "nifi",
+                                      "version": "2.9.0"}])
+    (finding,) = raised(run_detectors(tl, only=["kinesis-checkpoint-migration-loss"]), "kinesis-checkpoint-migration-loss")
+    assert (finding.hosts, finding.tasks) == (["nifi-1"], ["orders", "payments"])
