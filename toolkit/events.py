@@ -426,8 +426,10 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     host's first, when more than ``startup_gap_seconds`` passed since the previous marker, or when
     a marker of the same kind was already printed more than ``same_start_seconds`` earlier (each kind
     is printed once per start, so a quick restart is a new run, not part of the previous start);
-    markers within ``same_start_seconds`` of such a start belong to it. Rows before the first marker
-    get run 0. Rows without ``ts`` take the last known ``ts`` of their file for ordering.
+    markers within ``same_start_seconds`` of such a start belong to it. Lines the JVM printed on its
+    ``main`` thread just before a start marker (framework banners, ``Starting ... with PID``) belong to
+    the run that marker opens. Other rows before the first marker get run 0. Rows without ``ts`` take
+    the last known ``ts`` of their file for ordering.
     """
     by_file = Window.partitionBy("host", "source").orderBy("line_no").rowsBetween(Window.unboundedPreceding, 0)
     body = F.regexp_replace(F.col("message"), r"^(?:stream-client \[[^\]]*\] ?)", "")
@@ -467,9 +469,31 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     result = marked.withColumn("_starts_run", starts_run).withColumn(
         "run_no", F.sum(F.col("_starts_run").cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0)).cast("int")
     )
+    # A JVM prints on its "main" thread before the first marker (framework banners, "Starting ... with PID");
+    # those lines open the next run rather than close the previous one.
+    after = order.rowsBetween(1, Window.unboundedFollowing)
+    main = F.coalesce(F.lower(F.col("thread")).isin(*STARTUP_THREADS), F.lit(False)) if "thread" in df.columns \
+        else F.lit(False)
+    result = result.withColumn("_main", main)
+    next_start = F.first(F.when(F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
+    next_other = F.first(F.when(~F.col("_main") & ~F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
+    next_start_row = F.first(F.when(F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
+                             ignorenulls=True).over(after)
+    next_other_row = F.first(F.when(~F.col("_main") & ~F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
+                             ignorenulls=True).over(after)
+    opens_next = (F.col("_main") & ~F.col("_starts_run") & next_start.isNotNull()
+                  & (next_start.cast("double") - F.col("_order_ts").cast("double") <= STARTUP_BURST_SECONDS)
+                  & (next_other.isNull() | (next_other_row >= next_start_row)))
+    result = result.withColumn("run_no", F.when(opens_next, F.col("run_no") + 1).otherwise(F.col("run_no")))
     result = result.withColumn("run_id", F.concat_ws("#", F.coalesce(F.col("host"), F.lit("?")), F.col("run_no").cast("string")))
     return result.drop("_order_ts", "_strong", "_weak", "_host_has_strong", "_marker", "_starts_run", "_kind",
-                       "_candidate")
+                       "_candidate", "_main")
+
+
+#: Threads a JVM starts on (the lines before the Kafka Streams start markers belong to the new run).
+STARTUP_THREADS = ("main", "restartedmain")
+#: How long before its first start marker a JVM's own start-up lines may begin.
+STARTUP_BURST_SECONDS = 120
 
 
 def run_bounds(records: DataFrame) -> DataFrame:
