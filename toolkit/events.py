@@ -501,9 +501,14 @@ def run_bounds(records: DataFrame) -> DataFrame:
 
     Columns: ``host``, ``run_no``, ``run_id``, ``first_ts``, ``first_source``, ``last_ts``, ``last_source``, ``last_line_no``,
     ``last_text``, ``lines``, ``last_of_file`` (the run's last line is the last line of its file). Classified
-    events alone miss the application's own lines, so a run's end is taken from here.
+    events alone miss the application's own lines, so a run's end is taken from here; lines no layout
+    understands (``layout = 'unparsed'``: a supervisor's or shell's lines) are left out.
     """
-    base = records.where(F.col("host").isNotNull()).select("host", "source", "line_no", "ts", "message")
+    # Lines no layout understands are not the application's (a supervisor's "Main process exited", a shell
+    # prompt in a pasted log): they neither extend nor open a run.
+    parsed = F.col("layout").isNull() | (F.col("layout") != "unparsed") if "layout" in records.columns else F.lit(True)
+    keep = [c for c in ("host", "source", "line_no", "ts", "thread", "message") if c in records.columns]
+    base = records.where(F.col("host").isNotNull() & parsed).select(*keep)
     file_end = base.groupBy("host", "source").agg(F.max("line_no").alias("_file_last"))
     tagged = tag_runs(base).where(F.col("ts").isNotNull())
     per_run = tagged.groupBy("host", "run_no", "run_id").agg(
