@@ -132,3 +132,25 @@ def test_a_jvm_start_up_lines_before_the_markers_open_the_new_run(spark):
     runs = runs_of(spark, lines)
     assert [(n, kind) for n, _, _, kind, _, _ in runs] == [(1, "crash"), (2, "unknown")]
     assert runs[0][2] == at(240) and runs[1][1] == at(300)
+
+
+def test_the_assignment_summaries_say_whether_a_cleaned_task_was_still_assigned(spark):
+    """2.0: the close of a task that is not re-assigned is DEBUG; the next summary no longer lists it."""
+    from toolkit.timeline.build import dir_cleanups, task_lifecycles
+
+    t1 = "AuditTrailBatch-StreamThread-1"
+    src = "atb-1/streams.log"
+
+    def summary_of(line_no, seconds, tasks):
+        return line(src, line_no, seconds, f"stream-thread [{t1}] partition assignment took 31 ms.\n\tcurrent active "
+                                           f"tasks: [{tasks}]\n\tcurrent standby tasks: []\n\tprevious active tasks: []\n",
+                    "ASSIGNMENT_APPLIED", stream_thread=t1, run_id="atb-1#1", run_no=1)
+
+    lines = [summary_of(1, 0, "0_1, 1_1"), summary_of(2, 900, "0_1"),
+             line(src, 3, 1506, "stream-thread [AuditTrailBatch-CleanupThread] Deleting obsolete state directory 1_1 "
+                                "for task 1_1 as 606026ms has elapsed (cleanup delay is 600000ms).", "DIR_CLEANED",
+                  task_id="1_1", run_id="atb-1#1", run_no=1)]
+    events = _frame(spark, _event_schema(), lines)
+    runs = spark.createDataFrame([("atb-1", "atb-1#1", at(2000))], "host string, run_id string, end timestamp")
+    (row,) = dir_cleanups(events, task_lifecycles(events, runs)).collect()
+    assert row.assigned_at_the_time is False and row.last_owner_until == at(900)

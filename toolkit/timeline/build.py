@@ -548,8 +548,27 @@ def wipes(events: DataFrame) -> DataFrame:
     return _conform(w.select("*", reason.alias("reason")), "wipes")
 
 
+#: Task lists of assignment summaries that say what a thread holds after the rebalance.
+_HELD_LISTS = (*_ASSIGNED_LISTS, r"Existing active tasks: \[([^\]]*)\]", r"Existing standby tasks: \[([^\]]*)\]")
+
+
+def _held_by_summaries(events: DataFrame) -> DataFrame:
+    """Per assignment summary (host, run, thread, ts): every task the thread holds after it."""
+    summaries = events.where(F.col("event") == "ASSIGNMENT_APPLIED").select(
+        "host", "run_id", "stream_thread", "ts", "message")
+    lists = [F.split(F.regexp_extract("message", pattern, 1), r",\s*") for pattern in _HELD_LISTS]
+    held = F.array_distinct(F.filter(F.flatten(F.array(*lists)), lambda t: t != ""))
+    return summaries.select("host", "run_id", "stream_thread", "ts", held.alias("held"))
+
+
 def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
-    """Cleaner deletions, each with the task's last owner on that host and whether it was still assigned."""
+    """Cleaner deletions, each with the task's last owner on that host and whether it was still assigned.
+
+    Where the run logs assignment summaries, they decide: the task is assigned when the latest summary
+    of some thread before the deletion lists it, and it left the host at the first summary after the
+    last one that listed it (a close of an unassigned task is often DEBUG only). Otherwise the task
+    lifecycles decide.
+    """
     cleaned = events.where(F.col("event") == "DIR_CLEANED").select(
         "host", "run_id", "task_id", "ts", F.col("duration_ms").alias("age_ms"), F.col("limit_ms").alias("delay_ms"),
         "source", "line_no").alias("c")
@@ -561,7 +580,23 @@ def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
     assigned = (~F.col("_o.phase").isin("closed-clean", "closed-dirty", "recycled", "migrated")
                 & (F.col("_o.end").isNull() | (F.col("_o.end") >= F.col("ts"))))
     out = last.select("*", F.col("_o.stream_thread").alias("last_owner_thread"), F.col("_o.role").alias("last_owner_role"),
-                      F.col("_o.end").alias("last_owner_until"), F.coalesce(assigned, F.lit(False)).alias("assigned_at_the_time"))
+                      F.col("_o.end").alias("_lc_until"), F.coalesce(assigned, F.lit(False)).alias("_lc_assigned"))
+    # What the assignment summaries of the same run say.
+    held = _held_by_summaries(events).withColumnRenamed("ts", "s_ts")
+    keys = ["host", "run_id", "task_id", "ts"]
+    with_s = out.select(*keys).join(held, ["host", "run_id"]).where(F.col("s_ts") <= F.col("ts"))
+    latest = with_s.groupBy(*keys, "stream_thread").agg(F.max_by("held", "s_ts").alias("latest_held"))
+    by_summary = latest.groupBy(*keys).agg(
+        F.max(F.array_contains("latest_held", F.col("task_id")).cast("int")).alias("_s_assigned"))
+    listed = with_s.where(F.array_contains("held", F.col("task_id"))).groupBy(*keys).agg(
+        F.max("s_ts").alias("_last_listed"))
+    left = with_s.join(listed, keys).where(F.col("s_ts") > F.col("_last_listed")).groupBy(*keys).agg(
+        F.min("s_ts").alias("_left_at"))
+    out = out.join(by_summary, keys, "left").join(left, keys, "left")
+    out = out.withColumn("assigned_at_the_time", F.when(F.col("_s_assigned").isNotNull(), F.col("_s_assigned") == 1)
+                         .otherwise(F.col("_lc_assigned")))
+    out = out.withColumn("last_owner_until", F.when(F.col("_s_assigned") == 1, F.lit(None).cast("timestamp"))
+                         .otherwise(F.coalesce(F.col("_left_at"), F.col("_lc_until"))))
     return _conform(out, "dir_cleanups")
 
 
