@@ -154,3 +154,14 @@ def test_the_assignment_summaries_say_whether_a_cleaned_task_was_still_assigned(
     runs = spark.createDataFrame([("atb-1", "atb-1#1", at(2000))], "host string, run_id string, end timestamp")
     (row,) = dir_cleanups(events, task_lifecycles(events, runs)).collect()
     assert row.assigned_at_the_time is False and row.last_owner_until == at(900)
+
+
+def test_without_thread_names_the_burst_before_the_markers_opens_the_new_run(spark):
+    """log4j `%d %-5p %c - %m%n`: the application's "Starting ..." line after a silence starts run 2."""
+    src = "atb-0/streams.log"
+    lines = [*start(src, 1, 0), stopped(src, 9, 1000),
+             dict(app_line(src, 10, 1017.7), message="Starting AuditTrailBatch stream processor"),
+             *start(src, 11, 1018)]
+    runs = runs_of(spark, lines)
+    assert [(n, kind) for n, _, _, kind, _, _ in runs] == [(1, "clean"), (2, "unknown")]
+    assert runs[0][2] == at(1000) and runs[1][1] == at(1017.7)

@@ -428,7 +428,8 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     is printed once per start, so a quick restart is a new run, not part of the previous start);
     markers within ``same_start_seconds`` of such a start belong to it. Lines the JVM printed on its
     ``main`` thread just before a start marker (framework banners, ``Starting ... with PID``) belong to
-    the run that marker opens. Other rows before the first marker get run 0. Rows without ``ts`` take
+    the run that marker opens; in layouts without thread names, so does the burst of lines right before
+    the marker that follows a silence of ``STARTUP_SILENCE_SECONDS``. Other rows before the first marker get run 0. Rows without ``ts`` take
     the last known ``ts`` of their file for ordering.
     """
     by_file = Window.partitionBy("host", "source").orderBy("line_no").rowsBetween(Window.unboundedPreceding, 0)
@@ -481,19 +482,30 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
                              ignorenulls=True).over(after)
     next_other_row = F.first(F.when(~F.col("_main") & ~F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
                              ignorenulls=True).over(after)
-    opens_next = (F.col("_main") & ~F.col("_starts_run") & next_start.isNotNull()
-                  & (next_start.cast("double") - F.col("_order_ts").cast("double") <= STARTUP_BURST_SECONDS)
-                  & (next_other.isNull() | (next_other_row >= next_start_row)))
+    soon = next_start.isNotNull() & (next_start.cast("double") - F.col("_order_ts").cast("double") <= STARTUP_BURST_SECONDS)
+    by_main_thread = (F.col("_main") & ~F.col("_starts_run") & soon
+                      & (next_other.isNull() | (next_other_row >= next_start_row)))
+    # Layouts without a thread: the burst of lines right before the marker, after a silence, is the new JVM's.
+    silence = (F.col("_order_ts").cast("double")
+               - F.lag("_order_ts").over(order).cast("double")) >= STARTUP_SILENCE_SECONDS
+    result = result.withColumn("_burst", F.sum(F.coalesce(silence, F.lit(True)).cast("int")).over(
+        order.rowsBetween(Window.unboundedPreceding, 0)))
+    next_start_burst = F.first(F.when(F.col("_starts_run"), F.col("_burst")), ignorenulls=True).over(after)
+    no_thread = F.col("thread").isNull() if "thread" in df.columns else F.lit(True)
+    by_burst = no_thread & ~F.col("_starts_run") & soon & (next_start_burst == F.col("_burst"))
+    opens_next = by_main_thread | F.coalesce(by_burst, F.lit(False))
     result = result.withColumn("run_no", F.when(opens_next, F.col("run_no") + 1).otherwise(F.col("run_no")))
     result = result.withColumn("run_id", F.concat_ws("#", F.coalesce(F.col("host"), F.lit("?")), F.col("run_no").cast("string")))
     return result.drop("_order_ts", "_strong", "_weak", "_host_has_strong", "_marker", "_starts_run", "_kind",
-                       "_candidate", "_main")
+                       "_candidate", "_main", "_burst")
 
 
 #: Threads a JVM starts on (the lines before the Kafka Streams start markers belong to the new run).
 STARTUP_THREADS = ("main", "restartedmain")
 #: How long before its first start marker a JVM's own start-up lines may begin.
 STARTUP_BURST_SECONDS = 120
+#: Without thread names: the silence that separates the previous run's last line from a new JVM's first.
+STARTUP_SILENCE_SECONDS = 5
 
 
 def run_bounds(records: DataFrame) -> DataFrame:
