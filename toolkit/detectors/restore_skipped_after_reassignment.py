@@ -70,6 +70,12 @@ def restore_skipped_after_reassignment(tl) -> list[Finding]:
     runs = {r.run_id: r for r in rows(tl.process_runs.select("run_id", "version", "version_range"), 500)}
     ev = tl.events.where(F.col("product").isNull() | (F.col("product") != "nifi"))
     starts = _restart_lines(ev)
+    # The DEBUG per-partition lines name no task: the task of a changelog partition comes from the host's
+    # other lines about that partition (a changelog partition belongs to one task).
+    owner = ev.where(F.col("task_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()).groupBy(
+        "host", "topic", "partition").agg(F.first("task_id").alias("_owner"))
+    starts = starts.join(owner, ["host", "topic", "partition"], "left").withColumn(
+        "task_id", F.coalesce("task_id", "_owner")).drop("_owner")
     trig = starts.where((F.col("kind") != "tail") | (F.col("offset") < F.col("end_offset"))).select(
         "host", "run_id", "stream_thread", "task_id", "topic", "partition", "kind", "offset", "end_offset",
         F.col("ts").alias("restart_at"), F.col("source").alias("restart_source"), F.col("line_no").alias("restart_line"))
