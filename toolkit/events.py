@@ -452,8 +452,11 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     gap = F.col("_order_ts").cast("double") - previous_marker_ts.cast("double")
     same_kind = Window.partitionBy("host", "_kind").orderBy(F.col("_order_ts").asc_nulls_first(), "source", "line_no")
     previous_same_kind = F.lag("_order_ts").over(same_kind)
+    since_same_kind = F.col("_order_ts").cast("double") - previous_same_kind.cast("double")
+    # The same kind again within the start-up window: a second start (a quick restart). Further apart, the
+    # gap rule decides (a slow start-up may print its kinds seconds apart).
     repeated = (F.col("_kind").isNotNull() & previous_same_kind.isNotNull()
-                & (F.col("_order_ts").cast("double") - previous_same_kind.cast("double") > same_start_seconds))
+                & (since_same_kind > same_start_seconds) & (since_same_kind <= startup_gap_seconds))
     candidate = F.col("_marker") & (
         F.coalesce(any_marker_before, F.lit(0)).eqNullSafe(0)
         | previous_marker_ts.isNull()
