@@ -71,16 +71,16 @@ def test_every_sample_classifies_to_its_own_entry_with_expected_fields(spark):
 def test_no_sample_is_claimed_by_two_entries_with_different_events(spark):
     """Every sample against every template (literal, prefix kind, regex), in one Spark job."""
     records, owners = _sample_records(spark)
-    bodies = _tag_templates(records, TEMPLATES).select("line_no", "message", "_body", "_prefix_kind")
+    bodies = _tag_templates(records, TEMPLATES).select("line_no", "message", "_body", "_first", "_prefix_kind")
     table = spark.createDataFrame(
-        [(t.id, t.event, t.literal, t.java_pattern, list(t.prefix)) for t in TEMPLATES],
-        "template_id string, event string, literal string, pattern string, prefix array<string>",
+        [(t.id, t.event, t.literal, t.java_pattern, list(t.prefix), t.multiline) for t in TEMPLATES],
+        "template_id string, event string, literal string, pattern string, prefix array<string>, multiline boolean",
     )
     matches = (
         bodies.crossJoin(F.broadcast(table))
         .where(F.col("message").contains(F.col("literal")))
         .where((F.size("prefix") == 0) | F.array_contains(F.col("prefix"), F.col("_prefix_kind")))
-        .where(F.expr("regexp_like(_body, pattern)"))
+        .where(F.expr("regexp_like(CASE WHEN multiline THEN _body ELSE _first END, pattern)"))
         .groupBy("line_no")
         .agg(F.collect_set("event").alias("events"), F.collect_set("template_id").alias("ids"))
         .where(F.size("events") > 1)

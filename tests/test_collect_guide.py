@@ -211,7 +211,8 @@ def test_k8s_adds_the_kubectl_commands():
 def test_each_product_guide_stays_on_its_product():
     kafka, nifi = render_guide("kafka-streams", k8s=False), render_guide("nifi", k8s=False)
     assert "aws dynamodb" not in kafka and "nifi.sh" not in kafka
-    assert "capture-state" not in nifi and "log4j2" not in nifi
+    assert "capture-state /var/lib/kafka-streams" not in nifi and "log4j2" not in nifi
+    assert "capture-state /opt/nifi/nifi-current --product nifi" in nifi
     assert "`kinesis-checkpoint-migration-loss`" in nifi and "`eos-stale-restore-checkpoint`" not in nifi
     with pytest.raises(ValueError):
         render_guide("flink", k8s=False)

@@ -18,11 +18,11 @@ TEXT_LAYOUTS = [l for l in CAT.layouts if not l.json]
 def test_layout_samples_match_their_fields(layout):
     assert layout.samples, f"{layout.id} has no sample line"
     for sample in layout.samples:
-        m = layout.regex.match(sample["line"])
-        assert m, f"{layout.id} does not match its own sample {sample['line']!r}"
+        fields = layout.fields(sample["line"])
+        assert fields, f"{layout.id} does not match its own sample {sample['line']!r}"
         for name in ("ts", "level", "thread", "logger", "message"):
             if name in sample:
-                got = m.groupdict().get(name) or ""
+                got = fields[name]
                 got = got.strip() if name == "thread" else got
                 assert got == sample[name], (layout.id, name, got)
 
@@ -98,3 +98,63 @@ def test_timestamps_are_converted_to_utc(spark, tmp_path):
     assert got[("berlin/app.log", 2)] == utc(2026, 3, 29, 1, 30)
     assert got[("offset/app.log", 1)] == utc(2024, 3, 7, 13, 2, 11, 408000)
     assert got[("skewed/app.log", 1)] == utc(2026, 1, 5, 10, 0, 0)
+
+
+def test_every_timestamped_line_starts_a_record_whatever_its_shape(spark, tmp_path):
+    """Lines read one by one: a foreign or indented stamped line is a record start, never a continuation;
+    java.util.logging's level line, time-only logback, docker's json-file driver and epoch JSON are read."""
+    (tmp_path / "bundle.toml").write_text('[defaults]\ntimezone = "UTC"\n[hosts.timeonly]\ndate = "2025-06-12"\n')
+    files = {
+        "mixed": [
+            "[2024-03-07 14:02:11,408] INFO stream-thread [a-StreamThread-1] Starting "
+            "(org.apache.kafka.streams.processor.internals.StreamThread)",
+            "\tat org.apache.kafka.streams.processor.internals.StreamThread.run(StreamThread.java:550)",
+            "2024-03-07 14:02:12.001  INFO 4242 --- [-StreamThread-1] o.a.k.s.p.internals.StreamThread         : "
+            "stream-thread [a-StreamThread-1] State transition from CREATED to STARTING",
+            "      [2024-03-07 14:02:13,000] INFO stream-client [a] State transition from CREATED to REBALANCING "
+            "(org.apache.kafka.streams.KafkaStreams)",
+            'Exception in thread "a-StreamThread-1" java.lang.IllegalStateException: boom',
+            "\tat org.apache.kafka.streams.processor.internals.StreamThread.run(StreamThread.java:550)",
+        ],
+        "jul": [
+            "Mar 7, 2024 2:02:11 PM org.apache.kafka.streams.KafkaStreams setState",
+            "INFO: stream-client [a] State transition from CREATED to REBALANCING",
+        ],
+        "timeonly": ["06:21:09 INFO  [STREAMS] StreamThread - stream-thread [a-StreamThread-1] Starting"],
+        "dockerjson": [
+            '{"log":"2024-03-07 14:02:11.408  INFO 1 --- [           main] o.a.k.s.KafkaStreams                     : '
+            'stream-client [a] State transition from CREATED to REBALANCING\\n","stream":"stdout",'
+            '"time":"2024-03-07T14:02:11.409123Z"}',
+            '{"log":"\\u0009at org.apache.kafka.streams.KafkaStreams.start(KafkaStreams.java:1)\\n","stream":"stdout",'
+            '"time":"2024-03-07T14:02:11.409200Z"}',
+        ],
+        "epoch": ['{"level":"ERROR","logger":"processing.CSAS_7","time":1647355211804,"message":"type 2 error"}'],
+    }
+    for host, lines in files.items():
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "app.log").write_text("\n".join(lines) + "\n")
+    bundle = open_bundle(tmp_path, tmp_path.parent / f"{tmp_path.name}-work")
+    rows = {(r.source, r.line_no): r for r in parse_logs(spark, bundle).records.collect()}
+    utc = lambda *a: datetime(*a, tzinfo=timezone.utc).replace(tzinfo=None)  # noqa: E731
+
+    assert sorted(n for s, n in rows if s == "mixed/app.log") == [1, 3, 4, 5]
+    assert rows[("mixed/app.log", 1)].line_count == 2 and rows[("mixed/app.log", 5)].line_count == 2
+    foreign = rows[("mixed/app.log", 3)]
+    assert (foreign.layout, foreign.ts, foreign.level) == ("generic", utc(2024, 3, 7, 14, 2, 12, 1000), "INFO")
+    assert foreign.logger == "o.a.k.s.p.internals.StreamThread"
+    assert foreign.message == "stream-thread [a-StreamThread-1] State transition from CREATED to STARTING"
+    assert rows[("mixed/app.log", 4)].ts == utc(2024, 3, 7, 14, 2, 13)
+    assert rows[("mixed/app.log", 5)].message.startswith('Exception in thread "a-StreamThread-1"')
+
+    jul = rows[("jul/app.log", 1)]
+    assert (jul.ts, jul.level, jul.line_count) == (utc(2024, 3, 7, 14, 2, 11), "INFO", 2)
+    assert jul.message == "stream-client [a] State transition from CREATED to REBALANCING"
+
+    timeonly = rows[("timeonly/app.log", 1)]
+    assert (timeonly.ts, timeonly.thread, timeonly.logger) == (utc(2025, 6, 12, 6, 21, 9), "STREAMS", "StreamThread")
+
+    docker = rows[("dockerjson/app.log", 1)]
+    assert (docker.ts, docker.logger, docker.line_count) == (utc(2024, 3, 7, 14, 2, 11, 408000), "o.a.k.s.KafkaStreams", 2)
+    assert docker.stack.startswith("\tat org.apache.kafka.streams.KafkaStreams.start")
+
+    assert rows[("epoch/app.log", 1)].ts == utc(2022, 3, 15, 14, 40, 11, 804000)

@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Commands with their own argument parsers (usable without Spark, some as single files).
     for name, help_text, target in (
-        ("capture-state", "capture a Kafka Streams state.dir listing + metadata into a .tar.gz (run on the host)",
+        ("capture-state", "capture a Kafka Streams state.dir (or NiFi state, --product nifi) listing + metadata into a .tar.gz",
          "toolkit.state.capture"),
         ("samples", "regenerate the sample incident bundles, or write a large one with --scale",
          "toolkit.samples"),

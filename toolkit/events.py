@@ -35,7 +35,10 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from toolkit.catalogue import FIELD_TYPES, ITEM_FIELDS, Template, literal_tokens, load_templates, to_java_regex
+from toolkit.catalogue import (
+    FIELD_TYPES, ITEM_FIELDS, Template, literal_tokens, load_templates, logger_aliases, logger_wrappers,
+    to_java_regex,
+)
 from toolkit.redact import redact_config_value_col, redact_text_col
 
 #: Record columns carried into the events table.
@@ -63,7 +66,9 @@ _PREFIX_PY = (
     r"|(?P<thread_kind>stream-client|stream-thread|global-stream-thread|state-updater) \[(?P<thread_ref>[^\]]*)\] ?"
     r"(?:(?P<task_kind>stream-task|standby-task|task) \[(?P<task_ref>[^\]]*)\] ?)?"
     r"|(?P<old_task_kind>stream-task|standby-task|task) \[(?P<old_task_ref>[^\]]*)\] ?"
-    r"|(?P<component_type>\w+)\[id=(?P<component_id>[0-9a-fA-F-]{36})\] ?"
+    # NiFi components; a flow template is no component (its "added to" line is no processor's)
+    r"|(?!Template\[)(?P<component_type>\w+)\[id=(?P<component_id>[0-9a-fA-F-]{36})\] ?"
+    r"|topology-test-driver "
     r")"
 )
 _PREFIX_GROUPS = re.compile(_PREFIX_PY).groupindex
@@ -92,6 +97,11 @@ _STRONG_START = (
 _WEAK_START = r"^Kafka version ?: "
 
 
+#: What a multi-line template reads: the body and, after it, the stack trace (an exception's multi-line
+#: message often opens the stack trace: "Error encountered sending record ... due to:\n<cause>\nWritten ...").
+_FULL_TEXT = "CASE WHEN stack IS NULL THEN _body ELSE concat(_body, '\\n', stack) END"
+
+
 def _sql_str(value: str) -> str:
     """A Spark SQL string literal (backslash escapes are processed by the SQL parser)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -118,6 +128,7 @@ def _prefix_kind(prefix: Column) -> Column:
         .when(prefix.startswith("stream-thread "), F.lit("stream-thread"))
         .when(prefix.startswith("global-stream-thread "), F.lit("global-stream-thread"))
         .when(prefix.startswith("state-updater "), F.lit("state-updater"))
+        .when(prefix.startswith("topology-test-driver "), F.lit("none"))
         .otherwise(F.lit("component"))
     )
 
@@ -159,10 +170,11 @@ def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFra
         "array_sort(array_distinct(flatten(transform(array_distinct(split(message, '[^A-Za-z0-9]+')), "
         f"w -> coalesce(try_element_at({key_map}, w), cast(array() as array<int>))))))"
     )
+    multiline = _sql_const([t.multiline for t in templates], "array<boolean>")
     matches = (
         f"i -> contains(message, get({literals}, i)) "
         f"AND (get({prefixes}, i) = '' OR contains(get({prefixes}, i), concat(',', _prefix_kind, ','))) "
-        f"AND regexp_like(_body, get({patterns}, i))"
+        f"AND regexp_like(CASE WHEN get({multiline}, i) THEN {_FULL_TEXT} ELSE _first END, get({patterns}, i))"
     )
     # templates are in priority order, so the lowest matching number wins
     tidx = F.expr(f"array_min(filter({candidates}, {matches}))")
@@ -171,6 +183,8 @@ def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFra
         records.where(F.col("message").isNotNull())
         .withColumn("_prefix", F.regexp_extract(F.col("message"), _PREFIX_JAVA, 0))
         .withColumn("_body", F.expr("substr(message, length(_prefix) + 1)"))
+        # single-line templates read the first line only (see Template.multiline)
+        .withColumn("_first", F.expr("CASE WHEN contains(_body, '\\n') THEN substring_index(_body, '\\n', 1) ELSE _body END"))
         .withColumn("_prefix_kind", _prefix_kind(F.col("_prefix")))
     )
     return tagged.withColumn("_tidx", tidx)
@@ -195,39 +209,42 @@ def _logger_class(logger: Column) -> Column:
     return F.substring_index(F.substring_index(logger, ".", -1), "$", 1)
 
 
-#: Loggers named after the runtime class (``logContext.logger(getClass())``): a template catalogued under
-#: the base class is printed under these names.
-LOGGER_SUBCLASSES: dict[str, tuple[str, ...]] = {
-    "AssignedTasks": ("AssignedStreamsTasks", "AssignedStandbyTasks"),
-    "AbstractCoordinator": ("ConsumerCoordinator",),
-    "AbstractTask": ("StreamTask", "StandbyTask"),
-}
-#: Logger packages always tried: Kafka Streams itself (its internals change class names across versions).
-ALWAYS_TRY_PACKAGES = ("org.apache.kafka.streams.", "o.a.k.s.", "o.a.k.streams.", "o.a.kafka.streams.")
+def _simple_class(logger: str) -> str:
+    return logger.rsplit(".", 1)[-1].split("$", 1)[0]
+
+
 #: Logger class endings always tried: consumer/config classes were split and renamed across client versions.
 ALWAYS_TRY_CLASS_SUFFIXES = ("Config", "Consumer", "Coordinator")
+#: Kafka Streams' package however a layout abbreviates it (``org.apache.kafka.streams.``, ``o.a.k.s.``,
+#: Quarkus' ``org.apa.kaf.str.``, logback's ``o.a.kafka.streams.``): always tried, its internals change
+#: class names across versions. Other packages are judged by their class name, which abbreviation keeps.
+_STREAMS_PACKAGE = r"^o[a-z]*\.a[a-z]*\.k[a-z]*\.s[a-z]*\."
+#: A logger printed whole: a dotted name, or a capitalised class name alone (``%c{1}``, ``%logger{0}``).
+_CLEAN_LOGGER = r"^(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*$"
 
 
 def _worth_trying(templates: Sequence[Template]) -> Column:
     """Cheap test whether a record can match any template at all (most lines of a real log cannot).
 
-    A record is skipped only when its logger is known, outside Kafka Streams, and its class prints
-    no template (e.g. ``FetchSessionHandler`` DEBUG chatter, the application's own loggers), and it
-    is below WARN, and it carries none of the literals of templates not tied to a logger (exception
-    messages: ``TaskCorruptedException`` text is logged by whoever caught it). Everything else goes
-    through the word dispatch and the regexes. The test is a few substring checks and a hash-set
-    lookup per line.
+    A record is skipped only when the gate can tell cheaply that no template is printed under its
+    logger: the logger is printed whole (a dotted name or a capitalised class name), outside
+    Kafka Streams' package however abbreviated, and its class is neither a template's class nor a name
+    that class is printed under (``loggers.toml``); and the record is below WARN and carries none
+    of the literals of templates not tied to a logger (exception texts are logged by whoever caught
+    them). A missing logger, or one cut by a width pattern (``reamThread``, ``...Thread``), goes
+    through to the literal prefilter. The test is a few substring checks and a hash-set lookup.
     """
-    unbound = [t for t in templates if not t.logger or t.logger.endswith(("Exception", "Error"))]
-    classes = {t.logger for t in templates if t not in unbound}
-    classes |= {sub for base in classes for sub in LOGGER_SUBCLASSES.get(base, ())}
+    unbound = [t for t in templates if not t.logger or t.logger == "-" or t.logger.endswith(("Exception", "Error"))]
+    classes = {_simple_class(t.logger) for t in templates if t not in unbound}
+    aliases = logger_aliases()
+    classes |= {name for base in classes for name in aliases.get(base, ())}
     logger, cls = F.col("logger"), _logger_class(F.col("logger"))
     gate = (logger.isNull() | (logger == "") | F.col("level").isNull() | F.col("level").isin(*ALWAYS_TRY_LEVELS)
             | cls.isin(*sorted(classes)))
-    for package in ALWAYS_TRY_PACKAGES:
-        gate = gate | logger.startswith(package)
+    gate = gate | (logger.startswith("o") & logger.rlike(_STREAMS_PACKAGE))
     for suffix in ALWAYS_TRY_CLASS_SUFFIXES:
         gate = gate | cls.endswith(suffix)
+    gate = gate | ~logger.rlike(_CLEAN_LOGGER) | cls.isin(*logger_wrappers())
     for literal in sorted({t.literal for t in unbound}):
         gate = gate | F.col("message").contains(literal)
     return gate
@@ -270,6 +287,8 @@ def _extract(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
         f"get({_sql_array([t.event for t in templates])}, _tidx) AS event",
         f"get({_sql_const([list(t.also) for t in templates], 'array<array<string>>')}, _tidx) AS also_events",
         f"get({_sql_array([t.java_pattern for t in templates])}, _tidx) AS _pattern",
+        f"CASE WHEN get({_sql_const([t.multiline for t in templates], 'array<boolean>')}, _tidx) THEN {_FULL_TEXT}"
+        " ELSE _first END AS _text",
         f"get({_sql_array([t.java_item for t in templates])}, _tidx) AS _item",
         *[f"get({_sql_array([g.get(n, 0) for g in groups])}, _tidx) AS _gi_{n}" for n in names],
         *[f"get({_sql_array([g.get(f, 0) for g in items])}, _tidx) AS _ii_{f}" for f in ITEM_FIELDS],
@@ -277,7 +296,7 @@ def _extract(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
     step2 = step1.selectExpr(
         "*",
         "coalesce(_p_task_kind, _p_old_task_kind) AS _p_task_kind_any",
-        *[f"nullif(CASE WHEN _gi_{n} > 0 THEN regexp_extract(_body, _pattern, _gi_{n}) END, '') AS _g_{n}" for n in names],
+        *[f"nullif(CASE WHEN _gi_{n} > 0 THEN regexp_extract(_text, _pattern, _gi_{n}) END, '') AS _g_{n}" for n in names],
     )
 
     def typed(name: str) -> str:

@@ -186,7 +186,8 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), sorted(keys.values())
 
 #: State fact tables written beside records.parquet (see toolkit.state.schemas).
-STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state")
+STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state",
+                "nifi_repository_files", "nifi_local_state")
 
 
 def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> str:

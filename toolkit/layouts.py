@@ -2,10 +2,12 @@
 
 Per file, the layout (and any wrapper such as ``docker logs -t`` or ``kubectl --prefix``) is
 detected from a sample of its first lines, most specific layout first. Every line of the file is
-then parsed with Spark-native functions: one regular expression per line rewrites a record's first
-line into its fields, continuation lines (stack traces, config dumps, multi-line messages) are
-folded into the record above them, and every physical line ends up in exactly one record. A file
-whose layout is unknown keeps each line as a record with ``layout = 'unparsed'``.
+then read on its own with Spark-native functions: the file's layout rewrites a record's first line
+into its fields with one regular expression; a line it does not fit but whose head carries a
+timestamp (or opens with a level, or is the JVM's uncaught-exception line) is a record start read by
+the generic layout; anything else is a continuation line (stack traces, config dumps, multi-line
+messages) folded into the record above it. Every physical line ends up in exactly one record; lines
+no record claims are kept as records with ``layout = 'unparsed'``.
 
 Line numbers are computed without sorting all lines: Spark reads each file split in order, so a
 line's number is the count of lines in earlier splits plus its position inside its own split.
@@ -47,6 +49,33 @@ WRAPPER_TS_FORMATS = (
     "yyyy-MM-dd'T'HH:mm:ss[,SSSSSS][,SSS]XX",
 )
 LOGGER_TRAILER = r"^(.*?) ?\(([A-Za-z_$][\w$]*(?:\.[\w$]+)+)(?::\d+)?\)$"
+#: A single-line message that ends with " (logger)" / " (logger:line)": Kafka's layout, loosely fitted.
+MESSAGE_TRAILER = r"^(.*) \(([A-Za-z_$][\w$]*(?:\.[\w$]+)+)(?::\d+)?\)$"
+DOTTED_NAME = r"^[A-Za-z_$][\w$]*(?:\.[\w$]+)+$"
+#: java.util.logging's SimpleFormatter: the second line of a record starts with the level.
+JUL_LEVEL_LINE = r"^(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE): ?"
+#: First words of the JVM's default uncaught-exception output (ThreadGroup.uncaughtException).
+UNCAUGHT_HEAD = 'Exception in thread "'
+#: A record start that prints no timestamp but opens with its level (%p %m (%c)%n, a quoted fragment).
+LEVEL_HEAD = r"^(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +(?=\S)"
+#: Wiki markup that pasted logs carry at a line's start or end (JIRA {quote}, {code}, {noformat}).
+PASTE_MARKUP = r"^(?:\{(?:quote|code|noformat)(?::[^}]*)?\})+|(?:\{(?:quote|code|noformat)\})+$|^`(?=[^`])|(?<=[^`]) ?`$"
+#: The generic layout's stamp carries a date (everything but a time of day or a syslog stamp).
+DATED_STAMP = r"^\d{4}[-/]\d{2}[-/]\d{2}|, \d{4} |^\d{2} [A-Z][a-z]{2} \d{4} "
+
+
+def generic_fields(groups: dict[str, str | None]) -> dict[str, str]:
+    """Fields of a generic-layout match (Python mirror of the Spark columns in :func:`_generic_columns`)."""
+    def get(name: str) -> str:
+        return (groups.get(name) or "").strip()
+
+    thread, logger, message = get("thread"), get("logger"), groups.get("message") or ""
+    if not logger and re.match(DOTTED_NAME, thread):
+        logger, thread = thread, ""
+    thread = get("thread_a") or thread or get("thread_c")
+    if not logger and (m := re.match(MESSAGE_TRAILER, message)):
+        message, logger = m.group(1), m.group(2)
+    return {"ts": get("ts"), "level": get("level"), "thread": thread, "logger": logger, "message": message}
 
 
 @dataclass(frozen=True)
@@ -61,10 +90,29 @@ class Layout:
     json: bool = False
     json_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     samples: tuple[dict, ...] = ()
+    #: the per-line fallback for record starts no named layout fits (see :func:`generic_fields`)
+    generic: bool = False
+    #: generic layout: the pattern for a line that prints no timestamp but opens with its level
+    bare_pattern: str | None = None
 
     @property
     def regex(self) -> re.Pattern[str] | None:
         return _compile(self.pattern) if self.pattern else None
+
+    def fields(self, line: str) -> dict[str, str] | None:
+        """The fields of a record's first line (ts, level, thread, logger, message), or None.
+
+        The same split the Spark parser makes (leading whitespace ignored); for tests and tools.
+        """
+        if self.regex is None:
+            return None
+        head = line.lstrip()
+        m = self.regex.match(head) or (_compile(self.bare_pattern).match(head) if self.bare_pattern else None)
+        if not m:
+            return None
+        if self.generic:
+            return generic_fields(m.groupdict())
+        return {k: (m.groupdict().get(k) or "") for k in FIELDS}
 
     @property
     def has_date(self) -> bool:
@@ -79,10 +127,27 @@ class Wrapper:
     description: str
     pattern: str
     sample: str = ""
+    #: a JSON wrapper (docker's json-file driver): the line is this key of the object, the stamp json_ts_key
+    json_key: str | None = None
+    json_ts_key: str | None = None
 
     @property
     def regex(self) -> re.Pattern[str]:
         return _compile(self.pattern)
+
+    def strip(self, line: str) -> str | None:
+        """The line without this wrapper, or None when the line does not carry it."""
+        if self.json_key is None:
+            m = self.regex.match(line)
+            return line[m.end():] if m else None
+        import json
+
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        inner = obj.get(self.json_key) if isinstance(obj, dict) else None
+        return inner.rstrip("\r\n") if isinstance(inner, str) else None
 
 
 @dataclass(frozen=True)
@@ -114,6 +179,16 @@ class Catalogue:
                 return layout
         raise KeyError(layout_id)
 
+    @property
+    def generic(self) -> Layout:
+        """The fallback layout tried on every timestamped line its file's layout does not fit."""
+        return next(l for l in self.layouts if l.generic)
+
+    @property
+    def named(self) -> list[Layout]:
+        """Layouts chosen per file by detection (every layout but the generic fallback)."""
+        return [l for l in self.layouts if not l.generic]
+
 
 @lru_cache(maxsize=None)
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -128,19 +203,26 @@ def load_layouts() -> Catalogue:
     layouts = []
     for raw in data["layout"]:
         keys = {k.removesuffix("_keys"): tuple(v) for k, v in raw.items() if k.endswith("_keys")}
+        pattern, bare = raw.get("pattern"), None
+        if "stamp" in raw:  # generic: [stamp] then tail; a level-first line without a stamp reads the tail alone
+            pattern = rf"^\[?(?P<ts>{raw['stamp']})\]?{raw['tail']}"
+            bare = rf"^(?P<ts>)(?={LEVEL_HEAD[1:]}){raw['tail']}"
         layouts.append(
             Layout(
                 id=raw["id"],
                 description=raw.get("description", ""),
-                pattern=raw.get("pattern"),
+                pattern=pattern,
+                bare_pattern=bare,
                 ts_formats=tuple(raw.get("ts_formats", ())),
                 logger_trailer=bool(raw.get("logger_trailer", False)),
                 json=bool(raw.get("json", False)),
                 json_keys=keys,
                 samples=tuple(raw.get("samples", ())),
+                generic=bool(raw.get("generic", False)),
             )
         )
-    wrappers = {w["id"]: Wrapper(w["id"], w.get("description", ""), w["pattern"], w.get("sample", ""))
+    wrappers = {w["id"]: Wrapper(w["id"], w.get("description", ""), w["pattern"], w.get("sample", ""),
+                                 w.get("json_key"), w.get("json_ts_key"))
                 for w in data.get("wrapper", [])}
     det = data.get("detection", {})
     return Catalogue(
@@ -161,14 +243,15 @@ def to_java_regex(pattern: str) -> str:
 # --------------------------------------------------------------------------- detection (driver side, bounded sample)
 
 _ANSI_RE = re.compile(ANSI_ESCAPE)
+_PASTE_RE = re.compile(PASTE_MARKUP)
 
 
 def _strip_chain(line: str, chain: tuple[str, ...], cat: Catalogue) -> str | None:
     for wid in chain:
-        m = cat.wrappers[wid].regex.match(line)
-        if not m:
+        stripped = cat.wrappers[wid].strip(line)
+        if stripped is None:
             return None
-        line = line[m.end():]
+        line = stripped
     return line
 
 
@@ -187,16 +270,27 @@ def _json_line_ok(line: str, layout: Layout) -> bool:
 def _starts(line: str, layout: Layout) -> bool:
     if layout.json:
         return _json_line_ok(line, layout)
-    return bool(layout.regex.match(line))
+    if layout.generic:
+        head = line.lstrip()
+        return bool(layout.regex.match(head) or head.startswith(UNCAUGHT_HEAD)
+                    or _compile(layout.bare_pattern).match(head))
+    return bool(layout.regex.match(line if layout.id == "message-only" else line.lstrip()))
 
 
 def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
-    """Choose the layout and wrapper chain that recognise the most record starts in ``lines``."""
+    """Choose the layout and wrapper chain that recognise the most record starts in ``lines``.
+
+    Named layouts that start at least ``min_start_share`` of the lines come first, then the generic
+    layout at that share, then whichever layout found any record start at all (a few records among
+    stack traces). Lines are read one by one anyway; the choice only decides which layout's field
+    split is tried first.
+    """
     cat = cat or load_layouts()
-    sample = [_ANSI_RE.sub("", ln) for ln in lines if ln.strip()][: cat.sample_lines]
+    sample = [_PASTE_RE.sub("", _ANSI_RE.sub("", ln)) for ln in lines if ln.strip()][: cat.sample_lines]
     if not sample:
         return Detection(None, (), 0.0, 0)
-    best: Detection | None = None
+    # (named layouts at the required share, the generic layout at it, anything that read a record start)
+    best: list[Detection | None] = [None, None, None]
     for chain in cat.chains:
         stripped = [_strip_chain(ln, chain, cat) for ln in sample] if chain else sample
         matched = [s for s in stripped if s is not None]
@@ -204,12 +298,15 @@ def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
             continue
         for layout in cat.layouts:
             hits = sum(1 for s in matched if _starts(s, layout))
-            share = hits / len(sample)
-            if share < cat.min_start_share:
+            if not hits:
                 continue
-            if best is None or hits > best.start_share * best.sampled + 1e-9:
-                best = Detection(layout.id, chain, share, len(sample))
-    return best or Detection(None, (), 0.0, len(sample))
+            found = Detection(layout.id, chain, hits / len(sample), len(sample))
+            # A few record starts among stack traces still name the file's layout (lines are read one by one).
+            rank = 2 if found.start_share < cat.min_start_share else int(layout.generic)
+            current = best[rank]
+            if current is None or hits > current.start_share * current.sampled + 1e-9:
+                best[rank] = found
+    return next((d for d in best if d is not None), Detection(None, (), 0.0, len(sample)))
 
 
 def detect_file(path: Path, cat: Catalogue | None = None) -> Detection:
@@ -326,6 +423,12 @@ def _strip_chain_col(text: Column, chain: tuple[str, ...], cat: Catalogue) -> tu
     wrap_ts: Column = F.lit(None).cast("string")
     for wid in chain:
         w = cat.wrappers[wid]
+        if w.json_key:  # one JSON object per line: the printed line is a field (escapes decoded)
+            inner = F.when(text.startswith("{"), F.get_json_object(text, f"$.{w.json_key}"))
+            if w.json_ts_key:
+                wrap_ts = F.when(inner.isNotNull(), F.get_json_object(text, f"$.{w.json_ts_key}"))
+            text = F.when(inner.isNotNull(), F.regexp_replace(inner, r"\r?\n$", "")).otherwise(text)
+            continue
         java = to_java_regex(w.pattern)
         groups = w.regex.groupindex
         if "wrap_host" in groups:
@@ -338,7 +441,22 @@ def _strip_chain_col(text: Column, chain: tuple[str, ...], cat: Catalogue) -> tu
 
 def _timestamp(layout: Layout, ts_raw: Column, tz: Column, file_date: Column) -> Column:
     """UTC timestamp from the raw timestamp text of one layout (first format that parses)."""
+    if layout.generic:
+        return _generic_timestamp(ts_raw, tz, file_date)
     candidates = []
+    if layout.json:  # epoch fields: seconds (with a fraction), milliseconds, microseconds or nanoseconds
+        digits = F.length(F.regexp_extract(ts_raw, r"^(\d+)", 1))
+        numeric = ts_raw.rlike(r"^\d{9,19}(?:\.\d+)?$")
+        epoch = (F.when(numeric & (digits <= 11), F.timestamp_micros((ts_raw.cast("double") * 1e6).cast("long")))
+                 .when(numeric & (digits <= 14), F.timestamp_millis(F.split(ts_raw, r"\.").getItem(0).cast("long")))
+                 .when(numeric & (digits <= 17), F.timestamp_micros(F.split(ts_raw, r"\.").getItem(0).cast("long")))
+                 .when(numeric, F.timestamp_micros(F.substring(ts_raw, 1, 16).cast("long"))))
+        # log4j2 JsonLayout: "instant":{"epochSecond":..,"nanoOfSecond":..}
+        micros = (F.get_json_object(ts_raw, "$.epochSecond").cast("long") * 1_000_000
+                  + F.coalesce(F.get_json_object(ts_raw, "$.nanoOfSecond").cast("long"), F.lit(0)) / 1000)
+        instant = F.when(ts_raw.startswith("{") & ts_raw.contains("epochSecond"),
+                         F.timestamp_micros(micros.cast("long")))
+        candidates += [epoch, instant]
     for fmt in layout.ts_formats:
         has_zone = "X" in fmt or "Z" in fmt or "x" in fmt
         if "yyyy" in fmt:
@@ -351,6 +469,42 @@ def _timestamp(layout: Layout, ts_raw: Column, tz: Column, file_date: Column) ->
     return F.coalesce(*candidates) if len(candidates) > 1 else candidates[0]
 
 
+_ISO_STAMP = r"^(\d{4})[-/](\d{2})[-/](\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?"
+_STAMP_ZONE = r"(Z|[+-]\d{2}:?\d{2}|UTC|GMT)$"
+
+
+def _generic_timestamp(ts_raw: Column, tz: Column, file_date: Column) -> Column:
+    """UTC timestamp of any stamp shape the generic layout accepts.
+
+    ISO-like stamps are normalised to ``yyyy-MM-dd HH:mm:ss.f`` (any fraction length) and their
+    printed zone, if any, wins over the host's; a time of day takes the file's date; a syslog stamp
+    the file's year.
+    """
+    fraction = F.regexp_extract(ts_raw, _ISO_STAMP, 5)
+    local = F.concat(F.regexp_extract(ts_raw, _ISO_STAMP, 1), F.lit("-"), F.regexp_extract(ts_raw, _ISO_STAMP, 2),
+                     F.lit("-"), F.regexp_extract(ts_raw, _ISO_STAMP, 3), F.lit(" "),
+                     F.regexp_extract(ts_raw, _ISO_STAMP, 4),
+                     F.when(fraction != "", F.concat(F.lit("."), fraction)).otherwise(F.lit("")))
+    zone = F.regexp_extract(ts_raw, _STAMP_ZONE, 1)
+    zone = (F.when(zone == "", tz).when(zone.isin("Z", "UTC", "GMT"), F.lit("UTC"))
+            .otherwise(F.regexp_replace(zone, r"^([+-]\d{2}):?(\d{2})$", "$1:$2")))
+    iso = F.to_utc_timestamp(F.try_to_timestamp(local, F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]")), zone)
+    time_only = F.to_utc_timestamp(F.try_to_timestamp(
+        F.concat_ws(" ", file_date, F.translate(ts_raw, ",", ".")), F.lit("yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]")), tz)
+    jul = F.to_utc_timestamp(F.try_to_timestamp(ts_raw, F.lit("MMM d, yyyy h:mm:ss a")), tz)
+    syslog = F.to_utc_timestamp(F.try_to_timestamp(
+        F.concat_ws(" ", F.substring(file_date, 1, 4), F.regexp_replace(F.translate(ts_raw, ",", "."), " +", " ")),
+        F.lit("yyyy MMM d HH:mm:ss[.SSSSSS]")), tz)
+    log4j_date = F.to_utc_timestamp(F.try_to_timestamp(F.translate(ts_raw, ",", "."),
+                                                       F.lit("dd MMM yyyy HH:mm:ss.SSS")), tz)
+    first = F.substring(ts_raw, 1, 1)
+    return (F.when(ts_raw.rlike(r"^\d{4}[-/]"), iso)
+            .when(ts_raw.rlike(r"^\d{2}:"), time_only)
+            .when(ts_raw.endswith("M"), jul)
+            .when(first.rlike("[A-Z]"), syslog)
+            .otherwise(log4j_date))
+
+
 def _rewrite_regex(layout: Layout, text: Column) -> Column:
     """One regex per line: a record's first line becomes SEP ts SEP level ... (unchanged if no match)."""
     groups = layout.regex.groupindex
@@ -358,21 +512,71 @@ def _rewrite_regex(layout: Layout, text: Column) -> Column:
     return F.regexp_replace(text, to_java_regex(layout.pattern), replacement)
 
 
-def _line_columns(lines: DataFrame, layouts: list[Layout]) -> DataFrame:
-    """Add ``f_ts .. f_message, f_stack``, ``is_start`` and ``is_cont`` for every layout in one pass.
+def _generic_parts(layout: Layout) -> tuple[str, list[str]]:
+    """The generic layout's rewrite: its Java regex and the group order of the fields it yields."""
+    names = ["ts", "level", "thread_a", "thread", "thread_c", "logger", "message"]
+    groups = layout.regex.groupindex
+    return to_java_regex(layout.pattern), [n for n in names if n in groups]
+
+
+def _generic_columns(lines: DataFrame, generic: Layout, needs: Column) -> DataFrame:
+    """``_g_*`` fields of lines the file's layout does not fit but whose head carries a timestamp.
+
+    One anchored regex, run only where ``needs`` holds: it fails on the first characters of stack
+    trace and continuation lines, so its cost is a few character tests on most lines.
+    """
+    java, names = _generic_parts(generic)
+    groups = generic.regex.groupindex
+    replacement = FIELD_SEP + FIELD_SEP.join(f"${groups[n]}" for n in names)
+    head = F.col("_head")
+    lines = lines.withColumn("_grw", F.when(needs, F.regexp_replace(head, java, replacement)))
+    # No stamp, but the line opens with its level (%p ... %m, a stamp cut off in a paste): same fields.
+    stamped = F.col("_grw").startswith(FIELD_SEP)
+    leveled = needs & ~stamped & head.substr(1, 1).isin("T", "D", "I", "W", "E", "F") & head.rlike(LEVEL_HEAD)
+    bare = F.regexp_replace(head, to_java_regex(generic.bare_pattern), replacement)
+    lines = lines.withColumn("_grw", F.when(stamped, F.col("_grw")).when(leveled, bare))
+    lines = lines.withColumn("_gparts", F.when(F.col("_grw").startswith(FIELD_SEP),
+                                               F.split(F.substring(F.col("_grw"), 2, 1 << 30), FIELD_SEP, len(names))))
+    part = {n: F.nullif(F.trim(F.col("_gparts").getItem(i)), F.lit("")) for i, n in enumerate(names)}
+    message = F.col("_gparts").getItem(names.index("message"))
+    # A bracketed dotted name with no logger after it is the logger (Quarkus: [o.a.k.s.KafkaStreams] (thread)).
+    thread_is_logger = part["logger"].isNull() & part["thread"].rlike(DOTTED_NAME)
+    logger = F.when(thread_is_logger, part["thread"]).otherwise(part["logger"])
+    thread = F.coalesce(part["thread_a"], F.when(~thread_is_logger, part["thread"]), part["thread_c"])
+    # Kafka's own layout ends the message with " (logger)"; a line that fits it only loosely keeps that.
+    trailer = logger.isNull() & message.endswith(")") & message.rlike(MESSAGE_TRAILER)
+    return lines.select(
+        "*",
+        part["ts"].alias("_g_ts"), part["level"].alias("_g_level"), thread.alias("_g_thread"),
+        F.when(trailer, F.regexp_extract(message, MESSAGE_TRAILER, 2)).otherwise(logger).alias("_g_logger"),
+        F.when(trailer, F.regexp_extract(message, MESSAGE_TRAILER, 1)).otherwise(message).alias("_g_message"),
+    )
+
+
+def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> DataFrame:
+    """Add ``f_ts .. f_message, f_stack``, ``is_start``, ``is_cont`` and ``line_layout`` for every line.
+
+    The file's own layout is tried first (the best field split); a line it does not fit but whose
+    head (after whitespace) carries a timestamp is a record start read by the generic layout, so a
+    few foreign lines in a file lose nothing and a file no named layout fits is still read.
 
     Each expensive step is its own column (the regex rewrite, its split, the JSON map), so Spark
     evaluates it once per line: an expression repeated inside CASE branches would run once per
     use (the first version of this code ran the layout regex eleven times per line).
     """
     text, layout_id = F.col("text"), F.col("layout_id")
-    regex_layouts = [l for l in layouts if l.pattern and not l.json and l.id != "message-only"]
+    regex_layouts = [l for l in layouts if l.pattern and not l.json and l.id != "message-only" and not l.generic]
     json_layouts = [l for l in layouts if l.json]
     message_only = [l for l in layouts if l.id == "message-only"]
-    lines = lines.withColumn("_rw", _case(layout_id, {l.id: _rewrite_regex(l, text) for l in regex_layouts},
+    # Pasted and indented lines: the head is the text after leading whitespace.
+    indented = text.startswith(" ") | text.startswith("\t")
+    lines = lines.withColumn("_head", F.when(indented, F.regexp_replace(text, r"^\s+", "")).otherwise(text))
+    head = F.col("_head")
+    lines = lines.withColumn("_rw", _case(layout_id, {l.id: _rewrite_regex(l, head) for l in regex_layouts},
                                           F.lit(None).cast("string")))
     lines = lines.withColumn("_json", _case(
-        layout_id, {l.id: F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"}) for l in json_layouts},
+        layout_id, {l.id: F.when(text.startswith("{"), F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"}))
+                    for l in json_layouts},
         F.lit(None).cast("map<string,string>")))
     lines = lines.withColumn("_parts", F.when(F.col("_rw").startswith(FIELD_SEP),
                                               F.split(F.substring(F.col("_rw"), 2, 1 << 30), FIELD_SEP, len(FIELDS))))
@@ -390,16 +594,30 @@ def _line_columns(lines: DataFrame, layouts: list[Layout]) -> DataFrame:
         branches.update({l.id: json_field(l, name) for l in json_layouts})
         if name == "message":
             branches.update({l.id: F.when(F.col("_msg_start"), text) for l in message_only})
-        lines = lines.withColumn(f"f_{name}", _case(layout_id, branches, F.lit(None).cast("string")))
-    lines = lines.withColumn("f_stack", _case(layout_id, {l.id: json_field(l, "stack") for l in json_layouts},
-                                              F.lit(None).cast("string")))
-    start = _case(layout_id, {**{l.id: F.col("_parts").isNotNull() for l in regex_layouts},
-                              **{l.id: F.col("f_message").isNotNull() for l in json_layouts},
+        lines = lines.withColumn(f"_n_{name}", _case(layout_id, branches, F.lit(None).cast("string")))
+    named = _case(layout_id, {**{l.id: F.col("_parts").isNotNull() for l in regex_layouts},
+                              **{l.id: F.col("_n_message").isNotNull() for l in json_layouts},
                               **{l.id: F.col("_msg_start") for l in message_only}}, F.lit(False))
+    lines = lines.withColumn("_named_start", named)
+    lines = _generic_columns(lines, generic, ~F.col("_named_start"))
+    # The JVM's default handler prints an uncaught exception with no layout at all: a record of its own.
+    bare = ~F.col("_named_start") & F.col("_gparts").isNull() & head.startswith(UNCAUGHT_HEAD)
+    generic_start = F.col("_gparts").isNotNull() | bare
+    for name in FIELDS:
+        bare_value = head if name == "message" else F.lit(None).cast("string")
+        lines = lines.withColumn(f"f_{name}", F.when(F.col("_named_start"), F.col(f"_n_{name}"))
+                                 .when(F.col("_gparts").isNotNull(), F.col(f"_g_{name}")).when(bare, bare_value))
+    lines = lines.withColumn("f_stack", F.when(F.col("_named_start"), _case(
+        layout_id, {l.id: json_field(l, "stack") for l in json_layouts}, F.lit(None).cast("string"))))
+    is_start = F.col("_named_start") | generic_start
     # JSON lines keep stack traces inside the object: a non-JSON line is not a continuation.
-    cont = _case(layout_id, {**{l.id: F.col("_parts").isNull() for l in regex_layouts},
-                             **{l.id: ~F.col("_msg_start") for l in message_only}}, F.lit(False))
-    return lines.withColumn("is_start", start).withColumn("is_cont", cont)
+    json_file = layout_id.isin(*[l.id for l in json_layouts]) if json_layouts else F.lit(False)
+    return lines.select(
+        "*",
+        is_start.alias("is_start"),
+        (~is_start & ~F.coalesce(json_file, F.lit(False))).alias("is_cont"),
+        F.when(F.col("_named_start"), layout_id).when(generic_start, F.lit(generic.id)).alias("line_layout"),
+    )
 
 
 def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
@@ -413,6 +631,12 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     lines = numbered.join(F.broadcast(files), "file_key")
     value = F.when(F.col("value").contains(FIELD_SEP), F.translate(F.col("value"), FIELD_SEP, " ")).otherwise(F.col("value"))
     value = F.when(value.contains("\u001b"), F.regexp_replace(value, ANSI_ESCAPE, "")).otherwise(value)
+    pasted = (value.contains("{quote}") | value.contains("{code") | value.contains("{noformat}")
+              | value.startswith("`") | value.endswith("`"))
+    value = F.when(pasted, F.regexp_replace(value, PASTE_MARKUP, "")).otherwise(value)
+    # JIRA escapes markup characters of pasted text: PARTITIONS\_ASSIGNED, \*bold\*.
+    value = F.when(value.contains("\\_") | value.contains("\\*"),
+                   F.regexp_replace(F.regexp_replace(value, r"\\\*", ""), r"\\_", "_")).otherwise(value)
     stripped = {_chain_id(c): _strip_chain_col(value, c, cat) for c in chains if c}
     chain = F.col("chain_id")
     lines = lines.select(
@@ -422,15 +646,17 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         _case(chain, {k: v[2] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_ts"),
     )
     layout_id = F.col("layout_id")
-    lines = _line_columns(lines, layouts)
+    generic = cat.generic
+    lines = _line_columns(lines, layouts, generic)
     host = F.coalesce(F.col("wrap_host"), F.col("file_host")).alias("host")
 
     wrap_ts = F.coalesce(*[F.try_to_timestamp(F.col("wrap_ts"), F.lit(f)) for f in WRAPPER_TS_FORMATS])
     tz, day = F.col("tz"), F.col("file_date")
-    ts = _case(layout_id, {l.id: _timestamp(l, F.col("f_ts"), tz, day) for l in layouts},
-               F.lit(None).cast("timestamp"))
+    named_ts = _case(layout_id, {l.id: _timestamp(l, F.col("f_ts"), tz, day) for l in layouts if not l.generic},
+                     F.lit(None).cast("timestamp"))
+    ts = F.when(F.col("line_layout") == generic.id, _timestamp(generic, F.col("f_ts"), tz, day)).otherwise(named_ts)
     # Some layouts print the date only optionally (logback): decide per line.
-    dated = F.col("f_ts").rlike(r"^\d{4}-\d{2}-\d{2}")
+    dated = F.col("f_ts").rlike(DATED_STAMP) | F.col("f_ts").rlike(r"^\d{9,19}(?:\.\d+)?$|^\{")
     # A wrapper stamp (docker -t, kubectl --timestamps) is exact: prefer it to a borrowed date.
     ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
     quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
@@ -438,13 +664,15 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     ts = F.when(F.col("clock_offset_ms") != 0,
                 F.timestamp_millis(F.unix_millis(ts) - F.col("clock_offset_ms"))).otherwise(ts)
     level = F.upper(F.trim(F.col("f_level")))
-    level = F.when(level == "WARNING", F.lit("WARN")).when(level == "FATAL", F.lit("ERROR")).otherwise(level)
+    level = (F.when(level == "WARNING", F.lit("WARN")).when(level.isin("FATAL", "SEVERE"), F.lit("ERROR"))
+             .when(level == "CONFIG", F.lit("INFO")).when(level == "FINE", F.lit("DEBUG"))
+             .when(level.isin("FINER", "FINEST"), F.lit("TRACE")).otherwise(level))
 
     # Everything later steps need from a line, computed once and kept on local disk: record starts,
     # continuation folding and the unparsed lines all read this table instead of re-parsing the text.
     is_start = F.col("is_start")
     per_line = lines.select(
-        "file_key", "source", "line_no", host, "layout_id", "tz", "date_from", "is_start", "is_cont",
+        "file_key", "source", "line_no", host, "layout_id", "line_layout", "tz", "date_from", "is_start", "is_cont",
         F.when(is_start, ts).alias("ts"), F.col("f_ts").alias("ts_raw"), F.when(is_start, level).alias("level"),
         F.nullif(F.trim(F.col("f_thread")), F.lit("")).alias("thread"), F.col("f_logger").alias("logger"),
         F.when(is_start, F.coalesce(F.col("f_message"), F.lit(""))).alias("message"), F.col("f_stack").alias("stack"),
@@ -453,10 +681,13 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     ).persist(StorageLevel.DISK_ONLY)
     starts = per_line.where(is_start).select(
         "file_key", "source", "line_no", "host", "ts", "ts_raw", "level", "thread", "logger", "message", "stack",
-        "layout_id", "ts_quality", "tz", "date_from",
+        "line_layout", "ts_quality", "tz", "date_from",
     )
-    rolling = [l.id for l in layouts if any("yyyy" not in f for f in l.ts_formats)]
-    if rolling:
+    # One small job over the persisted lines: how many continuation lines, and whether any record
+    # borrowed its date (only then is the per-file midnight rollover window worth its sort).
+    tally = per_line.agg(F.count(F.when(F.col("is_cont"), 1)).alias("conts"),
+                         F.count(F.when(F.col("ts_quality") == "date_inferred", 1)).alias("inferred")).first()
+    if tally["inferred"]:
         starts = _roll_over_midnight(starts)
 
     # Continuation runs ("islands"): line_no - rank is constant inside a run of consecutive
@@ -466,20 +697,31 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     conts = conts.withColumn("_island", F.col("line_no") - F.row_number().over(by_file))
     conts = conts.withColumn("record_line", F.min("line_no").over(Window.partitionBy("file_key", "_island")) - 1)
     attached = conts.where(F.col("record_line") >= 1).withColumn("stackish", F.col("text").rlike(STACK_LINE))
-    trailer_layouts = [l.id for l in layouts if l.logger_trailer]
+    trailer_layouts = [l.id for l in layouts if l.logger_trailer] + [generic.id]
     folded = _fold_continuations(attached, trailer_layouts)
     # Records with continuation lines are few next to all records: when the count says so, ship
     # them to every task instead of shuffling every record for the join.
-    if per_line.where("is_cont").count() <= BROADCAST_FOLDED_MAX_LINES:
+    if tally["conts"] <= BROADCAST_FOLDED_MAX_LINES:
         folded = F.broadcast(folded)
 
-    records = starts.join(folded, ["file_key", "line_no"], "left").select(
-        "source", "line_no", "host", "ts", "ts_raw", "level", "thread",
+    joined = starts.join(folded, ["file_key", "line_no"], "left")
+    msg_cont = F.col("msg_cont")
+    message = F.when(msg_cont.isNotNull() & (msg_cont != ""),
+                     F.concat_ws("\n", F.col("message"), msg_cont)).otherwise(F.col("message"))
+    # java.util.logging prints "<date> <class> <method>" and then "<LEVEL>: <message>" on the next line:
+    # the record's message is what follows the level (the method name is dropped).
+    jul = (F.col("line_layout") == generic.id) & F.col("ts_raw").endswith("M") & msg_cont.rlike(JUL_LEVEL_LINE)
+    jul_level = F.regexp_extract(msg_cont, JUL_LEVEL_LINE, 1)
+    jul_level = (F.when(jul_level == "WARNING", F.lit("WARN")).when(jul_level == "SEVERE", F.lit("ERROR"))
+                 .when(jul_level == "CONFIG", F.lit("INFO")).when(jul_level == "FINE", F.lit("DEBUG"))
+                 .when(jul_level.isin("FINER", "FINEST"), F.lit("TRACE")).otherwise(jul_level))
+    records = joined.select(
+        "source", "line_no", "host", "ts", "ts_raw",
+        F.when(jul, jul_level).otherwise(F.col("level")).alias("level"), "thread",
         F.coalesce(F.col("logger"), F.col("trailer_logger")).alias("logger"),
-        F.when(F.col("msg_cont").isNotNull() & (F.col("msg_cont") != ""),
-               F.concat_ws("\n", F.col("message"), F.col("msg_cont"))).otherwise(F.col("message")).alias("message"),
+        F.when(jul, F.regexp_replace(msg_cont, JUL_LEVEL_LINE, "")).otherwise(message).alias("message"),
         F.coalesce(F.col("stack"), F.nullif(F.col("stack_cont"), F.lit(""))).alias("stack"),
-        F.col("layout_id").alias("layout"), "ts_quality",
+        F.col("line_layout").alias("layout"), "ts_quality",
         (F.lit(1) + F.coalesce(F.col("n_cont"), F.lit(0))).cast("int").alias("line_count"),
     )
     # Lines nobody understands: unknown layouts, non-JSON lines in JSON files, and continuation

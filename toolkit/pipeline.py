@@ -37,11 +37,7 @@ class Analysis:
 def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     from toolkit.state import schemas as state_schemas
 
-    schema_of = {
-        "state_files": state_schemas.STATE_FILES_SCHEMA, "checkpoints": state_schemas.CHECKPOINTS_SCHEMA,
-        "dynamo_tables": state_schemas.DYNAMO_TABLES_SCHEMA, "dynamo_items": state_schemas.DYNAMO_ITEMS_SCHEMA,
-        "cloudtrail": state_schemas.CLOUDTRAIL_SCHEMA, "nifi_state": state_schemas.NIFI_STATE_SCHEMA,
-    }
+    schema_of = state_schemas.STATE_SCHEMAS
     tables = {}
     for name in STATE_TABLES:
         path = out / "state" / f"{name}.parquet"

@@ -412,6 +412,9 @@ def show_timeline(inv: Investigation) -> None:
     for name, chart in charts.items():
         display(HTML(f"<h3>{html.escape(titles.get(name, name))}</h3>"))
         display(chart)
+    from toolkit import viz_nifi  # NiFi repositories and component state, when the bundle has them
+
+    viz_nifi.show_nifi_sections(inv.timeline, hosts=inv.hosts, window=inv.window, tz=inv.params.timezone)
 
 
 def appendix_tables(inv: Investigation, limit: int = 200) -> dict[str, pd.DataFrame]:

@@ -103,7 +103,7 @@ PREFIX_KINDS: frozenset[str] = frozenset(
 
 PRODUCTS: frozenset[str] = frozenset({"kafka-streams", "kafka-client", "nifi"})
 
-_NON_TEMPLATE_FILES = frozenset({"layouts.toml"})
+_NON_TEMPLATE_FILES = frozenset({"layouts.toml", "loggers.toml"})
 _EVENT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _NAMED_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
@@ -151,6 +151,15 @@ class Template:
         Every message this template matches contains the literal, hence this whole word.
         """
         return max(literal_tokens(self.literal), key=len)
+
+    @property
+    def multiline(self) -> bool:
+        """True when the pattern reads past the first line of the message (``\\n`` or ``(?s)``).
+
+        Every other pattern is matched against the first line only, so continuation lines folded
+        into a record (a stack trace, a pasted line) never hide its event.
+        """
+        return "\\n" in self.pattern or "(?s)" in self.pattern
 
     @property
     def java_pattern(self) -> str:
@@ -314,6 +323,21 @@ def load_templates(extra: Iterable[Template] = ()) -> list[Template]:
     return sorted(templates, key=lambda t: -t.priority)
 
 
+def logger_aliases() -> dict[str, tuple[str, ...]]:
+    """Class name -> other logger class names its messages are printed under (``loggers.toml``)."""
+    text = resources.files(__name__).joinpath("loggers.toml").read_text(encoding="utf-8")
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in tomllib.loads(text).get("alias", []):
+        out[str(entry["class"])] = out.get(str(entry["class"]), ()) + tuple(str(n) for n in entry["printed_as"])
+    return out
+
+
+def logger_wrappers() -> tuple[str, ...]:
+    """Logger classes that print other classes' messages (``loggers.toml`` ``wrappers``): always tried."""
+    text = resources.files(__name__).joinpath("loggers.toml").read_text(encoding="utf-8")
+    return tuple(str(n) for n in tomllib.loads(text).get("wrappers", []))
+
+
 def vocabulary_path() -> str:
     """Path of VOCABULARY.md (the documented list of canonical event names)."""
     return str(resources.files(__name__).joinpath("VOCABULARY.md"))
@@ -338,6 +362,8 @@ __all__ = [
     "documented_events",
     "literal_tokens",
     "load_templates",
+    "logger_aliases",
+    "logger_wrappers",
     "templates_from_toml",
     "to_java_regex",
     "vocabulary_path",

@@ -18,7 +18,8 @@ Seed detectors (one per incident class of the sample bundles):
 
 General detectors: ``rebalance-storm``, ``lock-contention``, ``restore-from-scratch``,
 ``eos-task-corruption-wipe``, ``unclean-shutdown``, ``cleaner-races-assignment``,
-``eos-checkpoint-stale-during-running``.
+``eos-checkpoint-stale-during-running``, and for NiFi's own state ``nifi-component-state-reset``,
+``nifi-flowfile-repo-not-restored``, ``nifi-checkpoints-stopped``.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ DETECTOR_MODULES: tuple[str, ...] = (
     "cleaner_races_assignment",
     "eos_checkpoint_stale_during_running",
 )
+#: NiFi repository and component-state detectors.
+DETECTOR_MODULES += ("nifi_component_state_reset", "nifi_flowfile_repo_not_restored", "nifi_checkpoints_stopped")
 
 __all__ = [
     "CONFIDENCES",

@@ -80,6 +80,12 @@ def bounded(df: DataFrame, limit: int, order: Sequence[Any] | None = None) -> Bo
     return Bounded(got[:limit], df.count())
 
 
+def log_evidence(df: DataFrame, limit: int = MAX_EVIDENCE) -> list[Evidence]:
+    """Evidence references for event rows (``source``, ``line_no``), oldest first; the runner reads the lines."""
+    keys = df.where(F.col("source").isNotNull() & F.col("line_no").isNotNull()).select("source", "line_no", "ts")
+    return log_refs((r.source, r.line_no) for r in keys.orderBy("ts", "source", "line_no").limit(limit).collect())
+
+
 def log_refs(refs: Iterable[tuple[str | None, int | None]]) -> list[Evidence]:
     """Evidence references (``text`` still ``None``) for (source, line_no) pairs; the runner reads the
     lines of every finding in one join (:func:`toolkit.detectors.resolve_evidence`)."""

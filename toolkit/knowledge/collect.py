@@ -389,6 +389,10 @@ def _nifi_section() -> str:
         '"https://<nifi-host>:8443/nifi-api/flow/history?offset=0&count=1000&sourceId=<processor-id>" > nifi-history-<processor-id>.json\n'
         'curl -s -H "Authorization: Bearer $TOKEN" '
         '"https://<nifi-host>:8443/nifi-api/flow/bulletin-board?sourceId=<processor-id>" > nifi-bulletins-<processor-id>.json'))
+    out.append("Component state and the FlowFile repository as they are on disk, before the node restarts (a restart\n"
+               "rewrites both write-ahead logs; content and provenance are never read, FlowFile records never copied;\n"
+               "see playbooks/capturing-state.md):\n")
+    out.append(_fence("stream-incident capture-state /opt/nifi/nifi-current --product nifi --out nifi-state-$(hostname).tar.gz"))
     return "\n".join(out)
 
 

@@ -27,6 +27,7 @@ from toolkit.state import cloudtrail as _cloudtrail
 from toolkit.state import dynamodb as _dynamodb
 from toolkit.state import kafka_state as _kafka
 from toolkit.state import nifi_state as _nifi
+from toolkit.state import nifi_wal as _nifi_wal
 from toolkit.state import snapshot as _snapshot
 from toolkit.state.capture import MANIFEST_FILE_NAME
 from toolkit.state.cloudtrail import cloudtrail_as_events
@@ -36,11 +37,13 @@ from toolkit.state.schemas import (
     CLOUDTRAIL_SCHEMA,
     DYNAMO_ITEMS_SCHEMA,
     DYNAMO_TABLES_SCHEMA,
+    NIFI_LOCAL_STATE_SCHEMA,
+    NIFI_REPOSITORY_FILES_SCHEMA,
     NIFI_STATE_SCHEMA,
     PROBLEMS_SCHEMA,
     STATE_FILES_SCHEMA,
 )
-from toolkit.state.sniff import detect_evidence_file, detect_state_dir
+from toolkit.state.sniff import detect_evidence_file, detect_nifi_dir, detect_state_dir
 from toolkit.state.timeutil import from_ns
 
 __all__ = [
@@ -65,6 +68,7 @@ STATE_KINDS = (
     "dynamodb_table",
     "cloudtrail",
     "nifi_state",
+    "nifi_wal_file",
 )
 
 #: JSON evidence files larger than this are reported, not read (real captures are kilobytes to a few MB).
@@ -95,12 +99,14 @@ class StateRows:
     dynamo_items: list[dict[str, Any]] = field(default_factory=list)
     cloudtrail: list[dict[str, Any]] = field(default_factory=list)
     nifi_state: list[dict[str, Any]] = field(default_factory=list)
+    nifi_repository_files: list[dict[str, Any]] = field(default_factory=list)
+    nifi_local_state: list[dict[str, Any]] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
 
     def digest(self) -> str:
         """Identity of the facts (not of the files they came from): equal facts build equal timelines."""
         tables = (self.state_files, self.checkpoints, self.dynamo_tables, self.dynamo_items, self.cloudtrail,
-                  self.nifi_state)
+                  self.nifi_state, self.nifi_repository_files, self.nifi_local_state)
         return hashlib.blake2b(repr(tables).encode(), digest_size=12).hexdigest()
 
 
@@ -114,6 +120,8 @@ class StateTables:
     dynamo_items: DataFrame
     cloudtrail: DataFrame
     nifi_state: DataFrame
+    nifi_repository_files: DataFrame
+    nifi_local_state: DataFrame
     problems: list[tuple[str, str]]
     #: see :meth:`StateRows.digest`
     digest: str = ""
@@ -158,6 +166,8 @@ def read_state(spark: SparkSession, items: list[StateItem]) -> StateTables:
         dynamo_items=_frame(spark, rows.dynamo_items, DYNAMO_ITEMS_SCHEMA),
         cloudtrail=_frame(spark, rows.cloudtrail, CLOUDTRAIL_SCHEMA),
         nifi_state=_frame(spark, rows.nifi_state, NIFI_STATE_SCHEMA),
+        nifi_repository_files=_frame(spark, rows.nifi_repository_files, NIFI_REPOSITORY_FILES_SCHEMA),
+        nifi_local_state=_frame(spark, rows.nifi_local_state, NIFI_LOCAL_STATE_SCHEMA),
         problems=rows.problems,
         digest=rows.digest(),
     )
@@ -225,6 +235,8 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
         (out.dynamo_items, DYNAMO_ITEMS_SCHEMA),
         (out.cloudtrail, CLOUDTRAIL_SCHEMA),
         (out.nifi_state, NIFI_STATE_SCHEMA),
+        (out.nifi_repository_files, NIFI_REPOSITORY_FILES_SCHEMA),
+        (out.nifi_local_state, NIFI_LOCAL_STATE_SCHEMA),
     ):
         rows[:] = [{f.name: row.get(f.name) for f in schema.fields} for row in rows]
     return out
@@ -236,7 +248,9 @@ def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: 
         return  # done above
     if kind in ("state_dir", "state_capture", "state_listing"):
         try:
-            if kind == "state_dir":
+            if kind == "state_dir" and detect_nifi_dir(path):
+                snap = _nifi_wal.from_directory(path)
+            elif kind == "state_dir":
                 snap = _snapshot.from_directory(path)
             elif kind == "state_listing":
                 snap = _snapshot.from_listing(path)
@@ -247,10 +261,21 @@ def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: 
         except (OSError, ValueError) as exc:
             out.problems.append((item.source, str(exc)))
             return
+        if snap.product == "nifi":
+            _add_nifi(out, snap, item)
+            return
         rows = _kafka.read_snapshot(snap, item.host or None, item.source)
         out.state_files.extend(rows.state_files)
         out.checkpoints.extend(rows.checkpoints)
         out.problems.extend(rows.problems)
+        return
+    if kind == "nifi_wal_file":
+        try:
+            snap = _nifi_wal.lone_file_snapshot(path)
+        except OSError as exc:
+            out.problems.append((item.source, f"cannot read NiFi write-ahead-log file: {exc}"))
+            return
+        _add_nifi(out, snap, item)
         return
     if kind == "checkpoint_file":
         try:
@@ -286,4 +311,11 @@ def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: 
     else:  # nifi_state
         rows_, problems = _nifi.nifi_state_rows(text, host=item.host, source=item.source, capture_time=_mtime(path))
         out.nifi_state.extend(rows_)
+    out.problems.extend(problems)
+
+
+def _add_nifi(out: StateRows, snap: Any, item: StateItem) -> None:
+    files, states, problems = _nifi_wal.read_tree(snap, item.host or snap.captured_host or None, item.source)
+    out.nifi_repository_files.extend(files)
+    out.nifi_local_state.extend(states)
     out.problems.extend(problems)

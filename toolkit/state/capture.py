@@ -18,6 +18,12 @@ Why a listing and not a plain ``tar`` of the folder: the incident questions are 
 when was each ``.checkpoint`` last written, which stores hold data", which the listing answers in kilobytes,
 while store data is often gigabytes and may hold customer records.
 
+With ``--product nifi`` the argument is a NiFi home (or its ``state/local`` or ``flowfile_repository`` folder):
+the listing covers everything except the content and provenance repositories, the local state provider's
+write-ahead log (component state: small) is copied, and the FlowFile repository's checkpoint and journals are
+never copied: the manifest carries their outline instead (header, record count, transaction ids and
+lengths, whether the journal was closed), which is read without decoding a single FlowFile.
+
 The toolkit's reader (``toolkit.state``) turns this archive into the same tables as the directory itself.
 """
 
@@ -30,6 +36,7 @@ import os
 import platform
 import socket
 import stat
+import struct
 import sys
 import tarfile
 import time
@@ -70,6 +77,161 @@ def is_metadata_file(name: str) -> bool:
     )
 
 
+# --------------------------------------------------------------------------- NiFi write-ahead logs
+
+PRODUCTS = ("kafka-streams", "nifi")
+#: Folders never listed in a NiFi capture: FlowFile content and provenance (customer data, millions of files).
+NIFI_SKIPPED_DIRS = ("content_repository", "provenance_repository")
+#: Class names NiFi writes as the first field of its write-ahead-log files (Java ``writeUTF``).
+WAL_HASHMAP_SNAPSHOT = "org.apache.nifi.wali.HashMapSnapshot"  # snapshot of SequentialAccessWriteAheadLog
+WAL_LENGTH_DELIMITED_JOURNAL = "org.apache.nifi.wali.LengthDelimitedJournal"  # its journals
+WAL_MINIMAL_LOCKING = "org.wali.MinimalLockingWriteAheadLog"  # 1.x local state: snapshot and partition journals
+WAL_CLASSES = (WAL_HASHMAP_SNAPSHOT, WAL_LENGTH_DELIMITED_JOURNAL, WAL_MINIMAL_LOCKING)
+STATE_MAP_SERDE = "org.apache.nifi.controller.state.StateMapSerDe"
+#: ``LengthDelimitedJournal`` markers: a transaction follows / the journal was closed cleanly.
+TRANSACTION_FOLLOWS = 64
+JOURNAL_COMPLETE = 127
+_WAL_FILE_NAMES = ("checkpoint", "checkpoint.partial", "snapshot", "snapshot.partial")
+
+
+def is_nifi_wal_name(name: str) -> bool:
+    """True for the file names NiFi's write-ahead logs use (snapshot/checkpoint, ``<n>.journal``)."""
+    return name in _WAL_FILE_NAMES or (name.endswith(".journal") and name[: -len(".journal")].isdigit())
+
+
+class _Truncated(Exception):
+    pass
+
+
+def _read_exact(handle: Any, size: int) -> bytes:
+    data = handle.read(size)
+    if len(data) < size:
+        raise _Truncated(f"file ends {size - len(data)} byte(s) short of a {size}-byte field")
+    return data
+
+
+def read_java_utf(handle: Any) -> str:
+    """One ``DataOutputStream.writeUTF`` string: 2-byte length, then modified UTF-8."""
+    (length,) = struct.unpack(">H", _read_exact(handle, 2))
+    return decode_modified_utf8(_read_exact(handle, length))
+
+
+def decode_modified_utf8(raw: bytes) -> str:
+    """Java's modified UTF-8 (NUL as C0 80, supplementary characters as surrogate pairs) -> str."""
+    text = raw.replace(b"\xc0\x80", b"\x00").decode("utf-8", errors="surrogatepass")
+    try:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate: keep the rest readable
+
+
+def nifi_wal_outline(path: Path, name: str | None = None) -> dict[str, Any]:
+    """The outline of one NiFi write-ahead-log file, read without decoding any record.
+
+    Header fields for every file; for a snapshot the record count and max transaction id it declares;
+    for a ``LengthDelimitedJournal`` every transaction's id and length (the content is skipped), whether
+    the journal was closed cleanly (trailing marker 127) and what follows the last whole transaction.
+    ``problem`` names damage (empty file, truncated header or transaction, unknown marker); the fields
+    read before the damage are kept. Never raises for bad content (an unreadable path raises OSError).
+    """
+    name = name or Path(path).name
+    outline: dict[str, Any] = {"problem": None}
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            outline["problem"] = "empty file (0 bytes)"
+            return outline
+        try:
+            wal_class = read_java_utf(handle)
+            outline["wal_class"] = wal_class
+            if wal_class not in WAL_CLASSES:
+                outline["problem"] = "not a NiFi write-ahead-log file (unknown header)"
+                return outline
+            (outline["wal_version"],) = struct.unpack(">i", _read_exact(handle, 4))
+            outline["serde"] = read_java_utf(handle)
+            (outline["serde_version"],) = struct.unpack(">i", _read_exact(handle, 4))
+            journal = wal_class == WAL_LENGTH_DELIMITED_JOURNAL or (
+                wal_class == WAL_MINIMAL_LOCKING and name.endswith(".journal"))
+            outline["file_kind"] = "journal" if journal else "snapshot"
+            if not journal:
+                outline["max_transaction_id"], outline["records"] = struct.unpack(">qi", _read_exact(handle, 12))
+                outline["header_bytes"] = handle.tell()
+                return outline
+            if wal_class == WAL_MINIMAL_LOCKING:
+                # 1.x partition journals are not length-delimited: only a record decoder can walk them.
+                outline["header_bytes"] = handle.tell()
+                return outline
+            (serde_header_length,) = struct.unpack(">i", _read_exact(handle, 4))
+            if serde_header_length < 0 or handle.tell() + serde_header_length > size:
+                raise _Truncated(f"serde header of {serde_header_length} bytes does not fit the file")
+            handle.seek(serde_header_length, os.SEEK_CUR)
+            outline["header_bytes"] = handle.tell()
+            _outline_transactions(handle, size, outline)
+        except _Truncated as exc:
+            outline["problem"] = f"truncated: {exc}"
+        except struct.error as exc:  # pragma: no cover - _read_exact guarantees the sizes
+            outline["problem"] = f"unreadable field: {exc}"
+    return outline
+
+
+def _outline_transactions(handle: Any, size: int, outline: dict[str, Any]) -> None:
+    transactions = 0
+    first = last = None
+    total = 0
+    outline.update(transactions=0, complete=False, trailing_nul_bytes=0)
+    while True:
+        marker = handle.read(1)
+        if not marker:
+            break  # still open when copied, or the process died: no closing marker
+        if marker[0] == JOURNAL_COMPLETE:
+            outline["complete"] = True
+            rest = size - handle.tell()
+            if rest:
+                outline["problem"] = f"{rest} byte(s) after the closing marker"
+            break
+        if marker[0] == 0:
+            rest = handle.read()
+            if rest.count(0) == len(rest):
+                outline["trailing_nul_bytes"] = len(rest) + 1  # power loss: NiFi skips the rest too
+            else:
+                outline["problem"] = f"unexpected transaction marker 0 at byte {handle.tell() - len(rest) - 1}"
+            break
+        if marker[0] != TRANSACTION_FOLLOWS:
+            outline["problem"] = f"unexpected transaction marker {marker[0]} at byte {handle.tell() - 1}"
+            break
+        try:
+            transaction_id, length = struct.unpack(">qi", _read_exact(handle, 12))
+        except _Truncated:
+            outline["problem"] = f"truncated: transaction header cut after transaction {last}"
+            break
+        if length < 0 or handle.tell() + length > size:
+            outline["problem"] = (f"truncated: transaction {transaction_id} declares {length} bytes, "
+                                  f"{max(size - handle.tell(), 0)} left")
+            outline["incomplete_transaction_id"] = transaction_id
+            break
+        handle.seek(length, os.SEEK_CUR)
+        transactions += 1
+        total += length
+        first = transaction_id if first is None else first
+        last = transaction_id
+    outline.update(transactions=transactions, first_transaction_id=first, last_transaction_id=last,
+                   transaction_bytes=total)
+
+
+def nifi_outline_or_none(path: Path, name: str) -> dict[str, Any] | None:
+    if not is_nifi_wal_name(name):
+        return None
+    try:
+        return nifi_wal_outline(path, name)
+    except OSError as exc:
+        return {"problem": f"unreadable: {type(exc).__name__}: {exc}"}
+
+
+def nifi_copies_content(outline: dict[str, Any] | None, size: int, max_file_bytes: int) -> bool:
+    """Whether a NiFi capture copies a file: local component state only, never FlowFile records."""
+    return bool(outline) and outline.get("serde") == STATE_MAP_SERDE and size <= max_file_bytes
+
+
 def ns_to_iso(mtime_ns: int) -> str:
     """Render epoch nanoseconds as ISO 8601 UTC with microseconds (for humans; ``mtime_ns`` is the truth)."""
     moment = _EPOCH + timedelta(microseconds=mtime_ns // 1000)
@@ -92,10 +254,12 @@ def entry_type(st_mode: int) -> str:
     return "o"
 
 
-def walk_listing(root: Path, skip: Path | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def walk_listing(root: Path, skip: Path | None = None,
+                 skip_dir_names: Sequence[str] = ()) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """List ``root`` recursively without following symlinks; paths are POSIX and relative (``.`` = root).
 
-    Returns ``(entries, errors)``. Entries are sorted by path so two captures of the same tree are identical.
+    Folders named in ``skip_dir_names`` are listed themselves but not walked. Returns ``(entries, errors)``.
+    Entries are sorted by path so two captures of the same tree are identical.
     """
     entries: list[dict[str, Any]] = []
     errors: list[dict[str, str]] = []
@@ -140,7 +304,7 @@ def walk_listing(root: Path, skip: Path | None = None) -> tuple[list[dict[str, A
             if skip_resolved is not None and child.name == skip_resolved.name and child_path.resolve() == skip_resolved:
                 continue
             st = add(rel, child_path)
-            if st is not None and stat.S_ISDIR(st.st_mode):
+            if st is not None and stat.S_ISDIR(st.st_mode) and child.name not in skip_dir_names:
                 walk(child_path, rel)
 
     add(".", root)
@@ -195,23 +359,38 @@ def write_capture(
     *,
     include_store_data: bool = False,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    product: str = "kafka-streams",
 ) -> dict[str, Any]:
-    """Write the capture archive of ``state_dir`` to ``out`` and return the manifest (without entries' bulk)."""
+    """Write the capture archive of ``state_dir`` to ``out`` and return the manifest (without entries' bulk).
+
+    ``product="nifi"``: ``state_dir`` is a NiFi home or repository folder; see the module docstring.
+    """
     state_dir = Path(state_dir)
     out = Path(out)
     capture_ns = time.time_ns()
-    entries, errors = walk_listing(state_dir, skip=out)
+    nifi = product == "nifi"
+    entries, errors = walk_listing(state_dir, skip=out, skip_dir_names=NIFI_SKIPPED_DIRS if nifi else ())
+    if nifi:
+        include_store_data = False  # FlowFile records hold attribute values: outlines only
+        for entry in entries:
+            name = entry["path"].rsplit("/", 1)[-1]
+            if entry["type"] == "f":
+                outline = nifi_outline_or_none(state_dir / entry["path"], name)
+                if outline is not None:
+                    entry["wal"] = outline
 
     # Small files are read before the manifest is written so that the manifest can say what was copied;
     # a checkpoint swapped or deleted meanwhile is recorded as a copy error rather than silently missing.
     contents: dict[str, bytes] = {}
     streamed: list[dict[str, Any]] = []
     for entry in entries:
-        if not _wanted(entry, include_store_data, max_file_bytes):
+        wanted = (nifi_copies_content(entry.get("wal"), entry["size"], max_file_bytes) if nifi
+                  else _wanted(entry, include_store_data, max_file_bytes))
+        if not wanted:
             entry["copied"] = False
             continue
         name = entry["path"].rsplit("/", 1)[-1]
-        if include_store_data and not (is_metadata_file(name) and entry["size"] <= max_file_bytes):
+        if include_store_data and not nifi and not (is_metadata_file(name) and entry["size"] <= max_file_bytes):
             entry["copied"] = True
             streamed.append(entry)
             continue
@@ -233,6 +412,7 @@ def write_capture(
     manifest: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
+        "product": product,
         "tool": "stream-incident capture-state",
         "capture_time": ns_to_iso(capture_ns),
         "capture_time_ns": capture_ns,
@@ -294,9 +474,14 @@ def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (also used by ``stream-incident capture-state``)."""
     parser = argparse.ArgumentParser(
         prog="capture-state",
-        description="Capture a Kafka Streams state.dir listing and its small metadata files into one archive.",
+        description="Capture a Kafka Streams state.dir, or NiFi's state and FlowFile repository, listing and "
+                    "small metadata files into one archive.",
     )
-    parser.add_argument("state_dir", type=Path, help="the state.dir (or one application folder inside it)")
+    parser.add_argument("state_dir", type=Path,
+                        help="the state.dir (or one application folder inside it); with --product nifi the NiFi "
+                             "home, or its state/local or flowfile_repository folder")
+    parser.add_argument("--product", choices=PRODUCTS, default="kafka-streams",
+                        help="what the folder belongs to (default kafka-streams)")
     parser.add_argument("--out", type=Path, required=True, help="archive to write, e.g. state-HOST.tar.gz")
     parser.add_argument(
         "--include-store-data",
@@ -320,7 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         summary = write_capture(
-            args.state_dir, args.out, include_store_data=args.include_store_data, max_file_bytes=args.max_file_bytes
+            args.state_dir, args.out, include_store_data=args.include_store_data, max_file_bytes=args.max_file_bytes,
+            product=args.product,
         )
     except OSError as exc:
         print(f"error: cannot write {args.out}: {exc}", file=sys.stderr)

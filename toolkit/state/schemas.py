@@ -150,6 +150,59 @@ NIFI_STATE_SCHEMA = _schema(
     ("capture_time", T),
 )
 
+#: One row per file or folder of a NiFi write-ahead log (local state provider, FlowFile repository), read from
+#: a copied folder or a ``capture-state --product nifi`` archive; header and framing facts, never FlowFile data.
+NIFI_REPOSITORY_FILES_SCHEMA = _schema(
+    ("host", S),
+    ("source", S),  # the folder or capture archive
+    ("root", S),  # name of the captured folder (``local``, ``flowfile_repository``, a NiFi home)
+    ("repository", S),  # local_state | flowfile
+    ("path", S),  # relative to the captured folder
+    ("is_dir", B),
+    ("kind", S),  # snapshot | snapshot_partial | journal | swap | overflow | dir | other
+    ("size", L),
+    ("mtime", T),
+    ("capture_time", T),
+    ("wal_class", S),  # org.apache.nifi.wali.HashMapSnapshot | ...LengthDelimitedJournal | org.wali.MinimalLockingWriteAheadLog
+    ("wal_version", I),
+    ("serde", S),  # StateMapSerDe (local state) or a RepositoryRecordSerde (FlowFiles)
+    ("serde_version", I),
+    ("max_transaction_id", L),  # snapshots: the last transaction the snapshot includes
+    ("records", L),  # snapshots: records it declares (FlowFiles, or components with state)
+    ("transactions", L),  # journals: whole transactions
+    ("first_transaction_id", L),
+    ("last_transaction_id", L),
+    ("transaction_bytes", L),  # journals: bytes of whole transactions
+    ("complete", B),  # 2.x journals: closed cleanly (trailing marker); false = open or the process died
+    ("trailing_nul_bytes", L),  # power loss while writing: NUL bytes NiFi skips
+    ("version_hint", S),  # 1.x (MinimalLocking local state) | 2.x | 1.x-2.x
+    ("problem", S),  # damage: empty, truncated, unknown marker (what was read before it is kept)
+    ("note", S),
+)
+
+#: One row per entry of each component-state record in the local state provider's write-ahead log, in replay
+#: order (snapshot, then journal transactions). A record without entries (cleared state, DELETE) is one row.
+NIFI_LOCAL_STATE_SCHEMA = _schema(
+    ("host", S),
+    ("source", S),
+    ("path", S),  # the file holding the record
+    ("component_id", S),
+    ("update_type", S),  # CREATE | UPDATE | DELETE
+    ("state_version", L),  # NiFi's state version (-1 = none); DELETE records have none
+    ("entry_count", I),
+    ("key", S),
+    ("value", S),
+    ("transaction_id", L),  # journals only
+    ("record_no", L),  # replay order within the folder
+    ("origin", S),  # snapshot | journal
+    ("applied", B),  # NiFi's recovery applies it (journal transactions after the snapshot's max id)
+    ("current", B),  # the component's state after recovery (its last applied record)
+    ("cleared", B),  # an update with no entries: state cleared (UI/API) or set empty
+    ("file_mtime", T),  # the file's last write: the record was written at or before it
+    ("capture_time", T),
+    ("version_hint", S),
+)
+
 PROBLEMS_SCHEMA = _schema(("source", S), ("reason", S))
 
 STATE_FILES_COLUMNS = tuple(f.name for f in STATE_FILES_SCHEMA.fields)
@@ -158,3 +211,17 @@ DYNAMO_TABLES_COLUMNS = tuple(f.name for f in DYNAMO_TABLES_SCHEMA.fields)
 DYNAMO_ITEMS_COLUMNS = tuple(f.name for f in DYNAMO_ITEMS_SCHEMA.fields)
 CLOUDTRAIL_COLUMNS = tuple(f.name for f in CLOUDTRAIL_SCHEMA.fields)
 NIFI_STATE_COLUMNS = tuple(f.name for f in NIFI_STATE_SCHEMA.fields)
+NIFI_REPOSITORY_FILES_COLUMNS = tuple(f.name for f in NIFI_REPOSITORY_FILES_SCHEMA.fields)
+NIFI_LOCAL_STATE_COLUMNS = tuple(f.name for f in NIFI_LOCAL_STATE_SCHEMA.fields)
+
+#: Every state table by name, in the order they are written.
+STATE_SCHEMAS = {
+    "state_files": STATE_FILES_SCHEMA,
+    "checkpoints": CHECKPOINTS_SCHEMA,
+    "dynamo_tables": DYNAMO_TABLES_SCHEMA,
+    "dynamo_items": DYNAMO_ITEMS_SCHEMA,
+    "cloudtrail": CLOUDTRAIL_SCHEMA,
+    "nifi_state": NIFI_STATE_SCHEMA,
+    "nifi_repository_files": NIFI_REPOSITORY_FILES_SCHEMA,
+    "nifi_local_state": NIFI_LOCAL_STATE_SCHEMA,
+}

@@ -65,6 +65,8 @@ class Snapshot:
     state_dir: str | None = None
     problems: list[tuple[str, str]] = field(default_factory=list)  # (rel or "", reason)
     copy_errors: dict[str, str] = field(default_factory=dict)  # rel -> why its content is missing
+    product: str = "kafka-streams"  # or "nifi" (``capture-state --product nifi``, a NiFi repository folder)
+    wal_outlines: dict[str, dict[str, Any]] = field(default_factory=dict)  # NiFi: rel -> write-ahead-log outline
 
 
 def _safe_rel(name: str) -> str | None:
@@ -88,13 +90,13 @@ def _read_capped(path: Path, limit: int = capture.DEFAULT_MAX_FILE_BYTES) -> byt
         return None
 
 
-def _folder_reader(base: Path, sizes: dict[str, int]) -> ContentReader:
-    """Reads metadata files under ``base`` (never outside it, never through symlinks)."""
+def _folder_reader(base: Path, sizes: dict[str, int], any_name: bool = False) -> ContentReader:
+    """Reads metadata files (any copied file with ``any_name``) under ``base``, never outside it or via symlinks."""
     base_resolved = base.resolve()
 
     def read(rel: str) -> bytes | None:
         safe = _safe_rel(rel)
-        if safe is None or not capture.is_metadata_file(safe.rsplit("/", 1)[-1]):
+        if safe is None or not (any_name or capture.is_metadata_file(safe.rsplit("/", 1)[-1])):
             return None
         if sizes.get(safe, 0) > capture.DEFAULT_MAX_FILE_BYTES:
             return None
@@ -145,6 +147,7 @@ def _snapshot_from_manifest(manifest: dict[str, Any], read: ContentReader) -> Sn
     entries: list[Entry] = []
     problems: list[tuple[str, str]] = []
     copy_errors: dict[str, str] = {}
+    outlines: dict[str, dict[str, Any]] = {}
     for item in manifest.get("entries") or []:
         if not isinstance(item, dict):
             continue
@@ -155,6 +158,8 @@ def _snapshot_from_manifest(manifest: dict[str, Any], read: ContentReader) -> Sn
         entries.append(entry)
         if item.get("copy_error"):
             copy_errors[entry.rel] = str(item["copy_error"])
+        if isinstance(item.get("wal"), dict):
+            outlines[entry.rel] = item["wal"]
     for err in manifest.get("errors") or []:
         if isinstance(err, dict):
             problems.append((str(err.get("path")), f"capture: {err.get('error')}"))
@@ -168,6 +173,8 @@ def _snapshot_from_manifest(manifest: dict[str, Any], read: ContentReader) -> Sn
         state_dir=state_dir or None,
         problems=problems,
         copy_errors=copy_errors,
+        product="nifi" if manifest.get("product") == "nifi" else "kafka-streams",
+        wal_outlines=outlines,
     )
 
 
@@ -196,7 +203,9 @@ def from_capture_archive(path: Path, max_member_bytes: int = capture.DEFAULT_MAX
                         if rel is None or not member.isfile():
                             problems.append((member.name, "unsafe or non-regular archive member; ignored"))
                             continue
-                        if not capture.is_metadata_file(rel.rsplit("/", 1)[-1]) or member.size > max_member_bytes:
+                        nifi = isinstance(manifest, dict) and manifest.get("product") == "nifi"
+                        wanted = nifi or capture.is_metadata_file(rel.rsplit("/", 1)[-1])
+                        if not wanted or member.size > max_member_bytes:
                             continue  # store data: listed in the manifest, content not needed
                         handle = archive.extractfile(member)
                         if handle is not None:
@@ -225,7 +234,7 @@ def from_extracted_manifest(manifest_path: Path) -> Snapshot:
         raise ValueError("capture manifest is not a JSON object")
     files = manifest_path.parent / capture.FILES_DIR_NAME
     sizes = {str(item.get("path")): int(item.get("size") or 0) for item in manifest.get("entries") or [] if isinstance(item, dict)}
-    return _snapshot_from_manifest(manifest, _folder_reader(files, sizes))
+    return _snapshot_from_manifest(manifest, _folder_reader(files, sizes, any_name=manifest.get("product") == "nifi"))
 
 
 def from_listing(path: Path) -> Snapshot:

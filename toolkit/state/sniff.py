@@ -14,7 +14,8 @@ Folder rules (:func:`detect_state_dir`):
 
 File kinds (:func:`detect_evidence_file`): ``state_capture`` (capture archive, found by the manifest member's
 name in the first tar headers; or an extracted ``manifest.json``), ``state_listing``, ``checkpoint_file``,
-``dynamodb_table``, ``dynamodb_scan``, ``cloudtrail``, ``nifi_state``, else None.
+``dynamodb_table``, ``dynamodb_scan``, ``cloudtrail``, ``nifi_state``, ``nifi_wal_file`` (a loose NiFi
+write-ahead-log file), else None. NiFi write-ahead-log folders count as state folders (:func:`detect_nifi_dir`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ _TASK_DIR = re.compile(r"^\d+_\d+$")
 _NAMED_TOPOLOGY = re.compile(r"^__.+__$")
 _CHECKPOINT_START = re.compile(rb"^\s*-?\d+\s*\r?\n\s*-?\d+\s*(\r?\n|$)")
 _JSON_KEY = '"{}"\\s*:'
+_NIFI_SNAPSHOT_NAMES = ("checkpoint", "checkpoint.partial", "snapshot", "snapshot.partial")
+_NIFI_PARTITION = re.compile(r"^partition-\d+$")
+_NIFI_JOURNAL = re.compile(r"^\d+\.journal$")
 
 
 def _children(path: Path) -> list[os.DirEntry[str]]:
@@ -104,13 +108,49 @@ def _looks_like_app(path: Path) -> bool:
     return False
 
 
-def detect_state_dir(path: Path) -> bool:
-    """True when ``path`` is a Kafka Streams state.dir root, an application folder or a task folder."""
+def _wal_header(path: Path) -> bool:
+    try:
+        head = _head(path, 64)
+    except OSError:
+        return False
+    if len(head) < 2:
+        return False
+    length = int.from_bytes(head[:2], "big")
+    return head[2:2 + length].decode("latin-1") in capture.WAL_CLASSES
+
+
+def _holds_journals(path: Path) -> bool:
+    return any(_NIFI_JOURNAL.match(c.name) for c in _children(path))
+
+
+def detect_nifi_dir(path: Path) -> bool:
+    """True for a folder that holds a NiFi write-ahead log itself (``state/local``, ``flowfile_repository``).
+
+    2.x layout: ``checkpoint`` and ``journals/<n>.journal``; 1.x local state: ``snapshot`` and
+    ``partition-<n>/<n>.journal``. The NiFi home above them is not one (its logs are read as logs).
+    """
     try:
         path = Path(path)
         if not path.is_dir() or path.is_symlink() or _inside_capture_files(path):
             return False
-        if _looks_like_task(path) or _looks_like_app(path):
+        for child in _children(path):
+            if child.name in _NIFI_SNAPSHOT_NAMES and not _is_dir(child) and _wal_header(Path(child.path)):
+                return True
+            if (child.name == "journals" or _NIFI_PARTITION.match(child.name)) and _is_dir(child):
+                if _holds_journals(Path(child.path)):
+                    return True
+        return False
+    except (OSError, ValueError):
+        return False
+
+
+def detect_state_dir(path: Path) -> bool:
+    """True when ``path`` is a Kafka Streams state.dir root, app or task folder, or a NiFi WAL folder."""
+    try:
+        path = Path(path)
+        if not path.is_dir() or path.is_symlink() or _inside_capture_files(path):
+            return False
+        if _looks_like_task(path) or _looks_like_app(path) or detect_nifi_dir(path):
             return True
         return any(_is_dir(c) and _looks_like_app(Path(c.path)) for c in _children(path)[:64])
     except (OSError, ValueError):
@@ -157,6 +197,8 @@ def detect_evidence_file(path: Path) -> str | None:
         return "state_capture" if _is_capture_tar(_gunzip_head(head)) else None
     if _is_capture_tar(head):
         return "state_capture"
+    if capture.is_nifi_wal_name(name) and _wal_header(path):
+        return "nifi_wal_file"
     if b"\0" in head:
         return None
     if name.endswith(".position") and _CHECKPOINT_START.match(head):

@@ -28,6 +28,17 @@ class StateFacts:
     dynamo_items: DataFrame
     cloudtrail: DataFrame
     nifi_state: DataFrame
+    #: NiFi write-ahead logs; empty frames when not given (older callers build StateFacts without them)
+    nifi_repository_files: DataFrame | None = None
+    nifi_local_state: DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        from toolkit.state.schemas import STATE_SCHEMAS
+
+        spark = self.state_files.sparkSession
+        for name in ("nifi_repository_files", "nifi_local_state"):
+            if getattr(self, name) is None:
+                setattr(self, name, spark.createDataFrame([], STATE_SCHEMAS[name]))
 
 
 @dataclass
@@ -51,6 +62,19 @@ class Timeline:
     migration_steps: DataFrame
     clock_skew: DataFrame
     notes: list[str] = field(default_factory=list)
+    #: NiFi repository checkpoints/restores and component-state changes (``toolkit.timeline.nifi``); derived
+    #: from ``events`` and ``state`` when not given.
+    nifi_checkpoints: DataFrame | None = None
+    nifi_state_changes: DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        if self.nifi_checkpoints is None or self.nifi_state_changes is None:
+            from toolkit.timeline.nifi import nifi_tables
+
+            built = nifi_tables(self.events, self.state, self.process_runs)
+            self.nifi_checkpoints = built["nifi_checkpoints"] if self.nifi_checkpoints is None else self.nifi_checkpoints
+            self.nifi_state_changes = (built["nifi_state_changes"] if self.nifi_state_changes is None
+                                       else self.nifi_state_changes)
 
     @property
     def spark(self) -> SparkSession:
@@ -102,7 +126,7 @@ class Timeline:
             return df.drop("_skew_ms")
 
         # Capture files carry the host's clock; DynamoDB and CloudTrail times are AWS's own.
-        host_clock_state = {"state_files", "checkpoints"}
+        host_clock_state = {"state_files", "checkpoints", "nifi_repository_files", "nifi_local_state"}
         corrected = self._filtered(shift, lambda name, df: shift(df) if name in host_clock_state else df)
         corrected.notes = [*self.notes, f"times corrected for clock skew ({min_confidence} confidence or better)"]
         return corrected

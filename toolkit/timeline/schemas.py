@@ -120,6 +120,35 @@ CLOCK_SKEW = _s(
     ("spread_ms", LongType), ("confidence", StringType), ("method", StringType),
 )
 
+#: NiFi write-ahead-log life cycle per host and repository (``flowfile``, ``local_state``, ``unknown`` when a
+#: line does not say): checkpoints started/done/failed, start-up recovery and restore, journal damage, and the
+#: capture's snapshot and journal files (origin ``capture``, ``ts`` = file mtime).
+NIFI_CHECKPOINTS = _s(
+    ("host", StringType), ("run_id", StringType), ("repository", StringType), ("ts", TimestampType),
+    # checkpoint_started | checkpointed | checkpoint_failed | recovery_started | snapshot_missing |
+    # snapshot_recovered | journal_recovered | journal_truncated | journal_nul_bytes | journal_poisoned |
+    # snapshot_empty | recovered | restored | orphaned | initialized | wal_checkpointed (the FlowFile repository's
+    # write-ahead-log line next to its own 'checkpointed' line) | snapshot | snapshot_partial | journal (capture)
+    ("kind", StringType), ("records", LongType), ("swap_files", LongType), ("duration_ms", LongType),
+    ("max_transaction_id", LongType), ("origin", StringType), ("event", StringType), ("thread", StringType),
+    ("path", StringType), ("file_mtime", TimestampType), ("capture_time", TimestampType), ("complete", BooleanType),
+    ("problem", StringType), *EVIDENCE,
+)
+
+#: NiFi component state changes: from logs (state cleared and detected, save/read failures, listings) and from
+#: the local state provider's write-ahead log (each applied record compared with the one before it).
+NIFI_STATE_CHANGES = _s(
+    ("host", StringType), ("run_id", StringType), ("component_type", StringType), ("component_id", StringType),
+    ("ts", TimestampType),
+    # capture: first_seen | updated | cleared | regressed (listing.timestamp went back) | deleted |
+    # not_carried_over; logs: reset_detected | save_failed | read_failed | listed | clear_failed
+    ("kind", StringType), ("origin", StringType), ("state_version", LongType),
+    ("entries_before", IntegerType), ("entries_after", IntegerType),
+    # AbstractListProcessor's ``listing.timestamp`` before and after (epoch millis as time): the re-listing window
+    ("listing_before", TimestampType), ("listing_after", TimestampType),
+    ("records", LongType), ("detail", StringType), ("event", StringType), ("file_mtime", TimestampType), *EVIDENCE,
+)
+
 TABLES: dict[str, StructType] = {
     "process_runs": PROCESS_RUNS,
     "generations": GENERATIONS,
@@ -134,5 +163,7 @@ TABLES: dict[str, StructType] = {
     "nifi_processor_events": NIFI_PROCESSOR_EVENTS,
     "migration_steps": MIGRATION_STEPS,
     "clock_skew": CLOCK_SKEW,
+    "nifi_checkpoints": NIFI_CHECKPOINTS,
+    "nifi_state_changes": NIFI_STATE_CHANGES,
 }
 

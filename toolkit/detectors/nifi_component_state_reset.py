@@ -1,0 +1,78 @@
+"""NiFi component state reset or lost: a processor's stored state went back, so it reprocesses.
+
+List processors (``ListFile``, ``ListSFTP``, ``ListFTP``, ``ListHDFS``...) keep ``listing.timestamp``: the newest
+modification time already listed. When that state is cleared (UI/API Clear State, a property change that resets
+it, a state directory that was wiped or not carried over by an upgrade) the processor lists everything again and
+downstream receives duplicates: every entry modified up to the old ``listing.timestamp`` is in the window.
+
+Decision (``nifi_state_changes``): a capture of the local state provider's write-ahead log shows an applied update
+without entries after one with entries (``cleared``), a ``listing.timestamp`` that went back (``regressed``) or
+1.x state a 2.x NiFi never read (``not_carried_over``); or the processor logs ``Detected that state was cleared for
+this component.`` (INFO, hidden by default). Confirmed with a state fact, likely with the log line alone.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from toolkit.detectors.base import Evidence, Finding, Impact, detector
+from toolkit.detectors.common import evidence_at, fmt_int, fmt_ts, merge_evidence, missing_steps, rows
+
+ID = "nifi-component-state-reset"
+RESET_KINDS = ("cleared", "regressed", "not_carried_over", "reset_detected")
+
+
+@detector(id=ID, title="NiFi component state reset or lost (reprocessing window)", severity="warning",
+          needs=("nifi_state_changes",))
+def nifi_component_state_reset(tl) -> list[Finding]:
+    """One finding per host and component whose state was reset or lost."""
+    changes = tl.nifi_state_changes
+    resets = changes.where(F.col("kind").isin(*RESET_KINDS))
+    groups = rows(resets.groupBy("host", "component_id").agg(
+        F.min("ts").alias("first"), F.max("ts").alias("last"), F.collect_set("kind").alias("kinds"),
+        F.max(F.when(F.col("origin") == "capture", 1).otherwise(0)).alias("from_capture"),
+        F.max("listing_before").alias("listing_before"), F.first("component_type", ignorenulls=True).alias("ctype"),
+    ), 30, order=["first", "host", "component_id"])
+    findings = []
+    for g in groups:
+        mine = changes.where((F.col("host") == g.host) & (F.col("component_id") == g.component_id))
+        ctype = g.ctype or _type_from_logs(mine) or "component"
+        facts = [Evidence(r.source, None, f"{r.kind}: {r.detail}", "state", r.ts)
+                 for r in rows(mine.where(F.col("origin") == "capture")
+                               .where(F.col("kind").isin(*RESET_KINDS, "updated", "first_seen")), 8,
+                               order=["ts", "detail"])]
+        reset_at = g.first
+        logged = mine.where(F.col("origin") == "log")
+        lines = evidence_at(tl, logged.where(F.col("kind").isin("reset_detected", "save_failed", "read_failed")
+                                             | ((F.col("kind") == "listed") & (F.col("ts") >= F.lit(reset_at)))))
+        relisted = rows(mine.where((F.col("kind") == "listed") & (F.col("ts") >= F.lit(reset_at)))
+                        .agg(F.sum("records").alias("n")), 1)[0].n if reset_at is not None else None
+        window = (f"everything modified up to {fmt_ts(g.listing_before)} (the listing.timestamp before the reset)"
+                  if g.listing_before else "everything the processor had listed before (the old listing.timestamp "
+                  "is not in the evidence)")
+        how = ", ".join(sorted(g.kinds))
+        confirmed = bool(g.from_capture)
+        findings.append(Finding(
+            detector=ID, severity="warning", confidence="confirmed" if confirmed else "likely",
+            title=f"{g.host}: state of {ctype}[id={g.component_id}] was reset ({how})",
+            explanation=(f"The stored state of {ctype} {g.component_id} on {g.host} went back at or before "
+                         f"{fmt_ts(reset_at)} ({how}). A List processor then lists again {window}; the entries "
+                         "already sent downstream are sent a second time."
+                         + (f" After the reset it listed {fmt_int(relisted)} new object(s)." if relisted else "")),
+            hosts=[g.host], ts=reset_at, evidence=merge_evidence(lines, facts),
+            missing_evidence=[] if confirmed else missing_steps(ID),
+            impact=Impact(
+                summary=f"re-listing window ends at {fmt_ts(g.listing_before)}" if g.listing_before
+                else "re-listing window unknown",
+                figures={"component_id": g.component_id, "reprocessing_window_end": g.listing_before.isoformat()
+                         if g.listing_before else None, "relisted_records": relisted},
+                method=("listing.timestamp of the last state before the reset (local state write-ahead log); "
+                        "re-listed count = sum of 'Successfully created listing with N new objects' after it"),
+            ),
+        ))
+    return findings
+
+
+def _type_from_logs(changes) -> str | None:
+    found = rows(changes.where(F.col("component_type").isNotNull()).select("component_type"), 1)
+    return found[0].component_type if found else None
