@@ -13,6 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Keep the parse cache of test runs away from the user's own cache.
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
 SAMPLES = REPO / "sample_logs"
+#: Hand-built incident bundles (see tests/bundles/README.md).
+BUNDLES = REPO / "tests" / "bundles"
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +39,8 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def analysis_of(spark, tmp_path_factory):
-    """Analyse a shipped sample bundle once per test session: ``analysis_of("kafka-restore-skipped")``.
+    """Analyse a bundle once per test session: a shipped sample (``analysis_of("kafka-restore-skipped")``)
+    or a hand-built bundle of ``tests/bundles`` (``analysis_of("bundles/kafka7672-2.0.1-...")``).
 
     Through the session's parse cache (``STREAM_INCIDENT_CACHE`` above), so the notebook and report
     tests, whose kernels share that cache, find these bundles' tables already derived.
@@ -49,8 +52,9 @@ def analysis_of(spark, tmp_path_factory):
 
     def get(name: str):
         if name not in done:
-            out = tmp_path_factory.mktemp(f"analysis-{name}")
-            done[name] = analyse(spark, SAMPLES / name, out, cache=ParseCache())
+            out = tmp_path_factory.mktemp(f"analysis-{name.replace('/', '-')}")
+            path = BUNDLES / name.split("/", 1)[1] if name.startswith("bundles/") else SAMPLES / name
+            done[name] = analyse(spark, path, out, cache=ParseCache())
         return done[name]
 
     return get

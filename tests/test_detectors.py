@@ -165,6 +165,8 @@ def test_eos_stale_checkpoint_quiet_after_clean_close_or_wipe(spark, change):
 def test_standby_lock_cleaner_writeback_and_partial_restore(spark):
     t1, t2 = "app-StreamThread-1", "app-StreamThread-2"
     events = [
+        ev(2, at(2), "standby-task [1_0] Writing checkpoint: {ledger-changelog-0=48211}", "CHECKPOINT_WRITTEN",
+           run_id="h0#1", task_id="1_0", topic="ledger-changelog", partition=0, offset=48211, stream_thread=t1),
         ev(5, at(3), "Could not create standby task 1_0 due to standby-task [1_0] Failed to lock the state directory "
                      "for task 1_0; will retry", "LOCK_FAILED", run_id="h0#1", task_id="1_0", stream_thread=t2),
         ev(9, at(1200), "Deleting obsolete state directory 1_0 for task 1_0 as 1196311ms has elapsed", "DIR_CLEANED",
@@ -182,7 +184,10 @@ def test_standby_lock_cleaner_writeback_and_partial_restore(spark):
                 "role": "standby", "holder_thread": t1, "source": "h0/app.log", "line_no": 5}],
         dir_cleanups=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "ts": at(1200), "source": "h0/app.log",
                        "line_no": 9}],
-        checkpoints=[{"host": "h0", "task_id": "1_0", "topic": "ledger-changelog", "partition": 0, "ts": at(1920),
+        checkpoints=[{"host": "h0", "task_id": "1_0", "topic": "ledger-changelog", "partition": 0, "ts": at(2),
+                      "kind": "written", "offset": 48211, "origin": "log", "run_id": "h0#1", "source": "h0/app.log",
+                      "line_no": 2},
+                     {"host": "h0", "task_id": "1_0", "topic": "ledger-changelog", "partition": 0, "ts": at(1920),
                       "kind": "written", "offset": 48211, "origin": "log", "run_id": "h0#1", "source": "h0/app.log",
                       "line_no": 12}],
         restorations=[{"host": "h0", "run_id": "h0#1", "topic": "ledger-changelog", "partition": 0,
@@ -229,8 +234,11 @@ def test_restore_skipped_fires_when_the_thread_goes_running_unrestored(spark):
     assert finding.impact.figures["offsets_missing_at_least"] == 734112
 
 
-def test_restore_skipped_quiet_when_restored(spark):
-    tl = make_timeline(spark, events=_restore_skipped_events(True))
+def test_restore_skipped_quiet_when_another_thread_restores(spark):
+    events = [dict(e, stream_thread="audit-StreamThread-2") if e["line_no"] in (3, 5) else e
+              for e in _restore_skipped_events(False)]
+    tl = make_timeline(spark, events=events,
+                       process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": "2.1.0"}])
     assert run_detectors(tl, only=["restore-skipped-after-reassignment"]) == []
 
 
@@ -339,7 +347,7 @@ def test_playbooks_name_the_known_bugs_of_their_detector():
             assert bug.id in text, (detector_id, bug.id)
 
 
-def test_a_failing_detector_becomes_an_info_finding(spark):
+def test_a_failing_detector_becomes_an_error_finding(spark):
     def broken(_tl):
         raise RuntimeError("boom")
 
@@ -348,7 +356,7 @@ def test_a_failing_detector_becomes_an_info_finding(spark):
         (finding,) = run_detectors(object(), only=["test-broken"])
     finally:
         del REGISTRY["test-broken"]
-    assert finding.severity == "info" and finding.title.startswith("detector test-broken failed: RuntimeError: boom")
+    assert finding.severity == "error" and finding.title.startswith("detector test-broken failed: RuntimeError: boom")
 
 
 def test_unknown_detector_id_is_refused():
@@ -370,11 +378,12 @@ def test_ranking_and_json_round_trip():
     assert [f.detector for f in ranked] == ["d", "a", "b", "c"]
     data = findings_to_json(ranked, bundle="x")
     assert data["schema_version"] == 1 and data["bundle"] == "x"
-    assert data["summary"] == {"findings": 4, "critical": 3, "warning": 0, "info": 1, "detectors": ["a", "b", "c", "d"]}
+    assert data["summary"] == {"findings": 4, "critical": 3, "warning": 0, "info": 1, "error": 0,
+                               "detectors": ["a", "b", "c", "d"]}
     first = data["findings"][0]
     assert first["ts"] == "2026-03-07T09:00:02.000Z" and first["evidence"][0]["ts"] == "2026-03-07T09:00:02.000Z"
     assert set(first) == {"detector", "severity", "confidence", "title", "explanation", "hosts", "tasks", "ts",
-                          "evidence", "missing_evidence", "impact", "known_bugs", "playbook"}
+                          "evidence", "missing_evidence", "impact", "known_bugs", "playbook", "truncation", "role"}
     json.dumps(data)
     back = findings_from_json(data)
     assert [f.detector for f in back] == ["d", "a", "b", "c"] and back[0].impact.figures == {"records": 1}
@@ -384,7 +393,8 @@ def test_schema_doc_lists_every_field():
     doc = (REPO / "docs" / "findings-schema.md").read_text(encoding="utf-8")
     for name in ("schema_version", "summary", "findings", "detector", "severity", "confidence", "title",
                  "explanation", "hosts", "tasks", "ts", "evidence", "source", "line_no", "text", "kind",
-                 "missing_evidence", "impact", "figures", "method", "known_bugs", "playbook"):
+                 "missing_evidence", "impact", "figures", "method", "known_bugs", "playbook", "truncation", "total",
+                 "shown", "role", "error"):
         assert f"`{name}`" in doc, name
 
 

@@ -109,6 +109,9 @@ def test_kafka_20685_edges():
     # before 3.8 the state updater was opt-in: the version alone cannot decide
     v = verdict("KAFKA-20685", "3.6.1")
     assert v.status == "unknown" and "state updater" in v.sentence
+    # the state updater restores active tasks from 3.4: 3.3 and earlier cannot have it
+    assert verdict("KAFKA-20685", "3.4.0").status == "unknown"
+    assert verdict("KAFKA-20685", "3.3.2").status == "not_affected"
     # the fix is merged but its release was not seen: say so
     fixed = verdict("KAFKA-20685", "4.2.2")
     assert fixed.status == "fixed" and "not verified" in fixed.sentence
@@ -127,6 +130,8 @@ def test_kafka_8187_seed_versions():
 
 def test_kafka_7672_seed_versions():
     assert verdict("KAFKA-7672", "2.1.0").status == "affected"
+    assert verdict("KAFKA-7672", "2.0.1").status == "affected"
+    assert verdict("KAFKA-7672", "2.0.0").status == "unknown"  # before the 2.0.1 reset path
     assert verdict("KAFKA-7672", "2.2.0").status == "fixed"
     assert verdict("KAFKA-7672", "1.0.2").status == "unknown"  # older than anything the ticket lists
 
@@ -157,7 +162,9 @@ def test_straddling_range_is_not_presented_as_fact():
 
 
 def test_range_entirely_inside_one_status_is_decided():
-    assert verdict("KAFKA-7672", None, ("1.1", "2.1")).status == "affected"
+    assert verdict("KAFKA-7672", None, ("2.1", "2.1")).status == "affected"
+    # the mechanism exists from 2.0.1: a span reaching back to 1.1 straddles that boundary
+    assert verdict("KAFKA-7672", None, ("1.1", "2.1")).status == "unknown"
     assert verdict("NIFI-16003", None, ("2.10.0", None)).status == "fixed"
     assert verdict("KAFKA-20685", "3.8").status == "affected"  # every 3.8.x
 

@@ -6,7 +6,8 @@ Exit codes (also in the README):
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
 * 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml), one sentence on stderr;
 * 3 — no Spark session could be started (unreachable master or Connect endpoint);
-* 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe.
+* 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe;
+* 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked).
 """
 
 from __future__ import annotations

@@ -50,18 +50,19 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     return StateFacts(**tables)
 
 
-DERIVED_TABLES = ("events", "config", "unknown_shapes")
+DERIVED_TABLES = ("events", "config", "unknown_shapes", "run_bounds")
 
 
 def classify_records(spark: SparkSession, records: DataFrame, out: Path, progress: Progress | None = None,
                      cache: ParseCache | None = None, file_keys: list[str] | None = None
                      ) -> tuple[DataFrame, DataFrame]:
-    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``unknown_shapes.parquet``.
+    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet``, ``unknown_shapes.parquet`` and
+    ``run_bounds.parquet`` (first and last line of each process run among all records).
 
     With the parse cache and the cache keys of the files behind ``records``, a bundle whose files
     are all unchanged since an earlier run gets these tables copied from the cache instead.
     """
-    from toolkit.events import classify, extract_config, tag_runs, unknown_shapes
+    from toolkit.events import classify, extract_config, run_bounds, tag_runs, unknown_shapes
 
     say = progress or (lambda _m: None)
     paths = _table_paths(out, DERIVED_TABLES)
@@ -72,7 +73,7 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
     else:
         say("classifying events")
         tables = {"events": tag_runs(classify(records)), "config": extract_config(records),
-                  "unknown_shapes": unknown_shapes(records)}
+                  "unknown_shapes": unknown_shapes(records), "run_bounds": run_bounds(records)}
         write_tables(tables, paths)
         schemas = {name: df.schema for name, df in tables.items()}
         if kept is not None:
@@ -124,7 +125,9 @@ def analyse(
         timeline = _cached_timeline(spark, events, state, config, out, cache, report, say)
     if timeline is None:
         say("reconstructing the timeline")
-        timeline = build_timeline(events, state, config)
+        bounds_path = out / "run_bounds.parquet"
+        bounds = spark.read.parquet(str(bounds_path.resolve())) if bounds_path.exists() else None
+        timeline = build_timeline(events, state, config, bounds)
         if write_timeline:
             write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
             timeline = _reload(spark, timeline, out)

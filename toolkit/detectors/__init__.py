@@ -3,10 +3,12 @@
 Each detector lives in its own module of this package, registers itself with
 :func:`detector` under a stable id and has a playbook of the same name
 (``playbooks/<id>.md``). :func:`run_detectors` runs them all (or some) on a
-:class:`~toolkit.timeline.Timeline` and ranks the findings: severity, then confidence, then time.
-A detector that raises becomes an ``info`` finding ("detector X failed: ...") instead of ending
-the run. :func:`findings_to_json` gives the machine-readable form documented in
-``docs/findings-schema.md``.
+:class:`~toolkit.timeline.Timeline` and ranks the findings: severity, then the detector's role (root
+cause, trigger, consequence), then confidence, then time. Each detector sees a view of the timeline
+holding only the tables it declares in ``needs``. A detector that raises becomes a finding of status
+``error`` ("detector X failed: ...") instead of ending the run. The log lines that findings cite are
+read for all findings at once, in one join. :func:`findings_to_json` gives the machine-readable form
+documented in ``docs/findings-schema.md``.
 
 Seed detectors (one per incident class of the sample bundles):
 
@@ -28,8 +30,12 @@ from typing import Any, Iterable, Sequence
 
 from toolkit.detectors.base import (
     CONFIDENCES,
+    ERROR,
     EVIDENCE_KINDS,
+    FINDING_SEVERITIES,
+    MAX_EVIDENCE,
     REGISTRY,
+    ROLES,
     SCHEMA_VERSION,
     SEVERITIES,
     DetectorSpec,
@@ -61,7 +67,10 @@ DETECTOR_MODULES += ("nifi_component_state_reset", "nifi_flowfile_repo_not_resto
 
 __all__ = [
     "CONFIDENCES",
+    "ERROR",
     "EVIDENCE_KINDS",
+    "FINDING_SEVERITIES",
+    "ROLES",
     "SCHEMA_VERSION",
     "SEVERITIES",
     "DetectorSpec",
@@ -72,7 +81,9 @@ __all__ = [
     "findings_from_json",
     "findings_to_json",
     "registered_detectors",
+    "resolve_evidence",
     "run_detectors",
+    "TimelineView",
 ]
 
 
@@ -87,25 +98,95 @@ def registered_detectors() -> dict[str, DetectorSpec]:
     return dict(sorted(REGISTRY.items()))
 
 
+class TimelineView:
+    """The part of a timeline one detector declared in ``needs``; any other attribute is refused.
+
+    A detector that reads a table it did not declare fails (and is reported as an ``error``), so
+    ``needs`` always says what a detector really depends on.
+    """
+
+    def __init__(self, timeline: Any, needs: Iterable[str], detector_id: str = "") -> None:
+        self._detector_id = detector_id
+        self._needs = tuple(needs)
+        for name in self._needs:
+            object.__setattr__(self, name, getattr(timeline, name))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"detector {self._detector_id or '?'} reads timeline.{name} but does not declare it "
+                             f"in needs ({', '.join(self._needs) or 'nothing'})")
+
+
 def _failure_finding(spec: DetectorSpec, exc: BaseException) -> Finding:
     last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
     where = f" (at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno})" if last else ""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return Finding(
         detector=spec.id,
-        severity="info",
+        severity=ERROR,
         confidence="possible",
         title=f"detector {spec.id} failed: {type(exc).__name__}: {message}"[:300],
         explanation=(f"The detector raised {type(exc).__name__}{where}; its root cause could not be checked. "
                      "The other detectors ran normally. Please report this with the bundle's ingest.json."),
+        role=spec.role,
     )
+
+
+def resolve_evidence(timeline: Any, findings: Sequence[Finding], limit: int = MAX_EVIDENCE) -> list[Finding]:
+    """Read the log lines every finding cites (references whose ``text`` is ``None``) in one join.
+
+    Each finding's evidence is then de-duplicated, ordered by time (facts without time last) and cut
+    to ``limit`` items; a cut is recorded in ``truncation["evidence"]``. References to lines that are
+    not in ``timeline.events`` are dropped.
+    """
+    from pyspark.sql import functions as F
+
+    pending = sorted({(e.source, int(e.line_no)) for f in findings for e in f.evidence
+                      if e.text is None and e.source and e.line_no is not None})
+    lines: dict[tuple[str, int], Any] = {}
+    if pending:
+        events = timeline.events
+        keys = events.sparkSession.createDataFrame(pending, "source string, line_no bigint")
+        got = (events.join(F.broadcast(keys), ["source", "line_no"])
+               .select("source", "line_no", "ts", F.substring_index("message", "\n", 1).alias("text"))
+               .dropDuplicates(["source", "line_no"]).collect())
+        lines = {(r.source, int(r.line_no)): r for r in got}
+    for finding in findings:
+        seen: set[tuple] = set()
+        items: list[Evidence] = []
+        for item in finding.evidence:
+            if item.text is None:
+                row = lines.get((item.source, int(item.line_no))) if item.line_no is not None else None
+                if row is None:
+                    continue
+                item = Evidence(item.source, int(item.line_no), row.text or "", "log", row.ts)
+            key = (item.source, item.line_no, item.text)
+            if key not in seen:
+                seen.add(key)
+                items.append(item)
+        items.sort(key=lambda e: (e.ts is None, _naive(e.ts), e.source, e.line_no or 0))
+        if len(items) > limit:
+            finding.truncation = {**finding.truncation, "evidence": {"total": len(items), "shown": limit}}
+        finding.evidence = items[:limit]
+    return list(findings)
+
+
+def _naive(ts: Any) -> Any:
+    from datetime import datetime, timezone
+
+    if ts is None:
+        return datetime.max
+    return ts.astimezone(timezone.utc).replace(tzinfo=None) if getattr(ts, "tzinfo", None) else ts
 
 
 def run_detectors(timeline: Any, only: Iterable[str] | None = None) -> list[Finding]:
     """Run the registered detectors (or the ids in ``only``) on ``timeline``; ranked findings.
 
-    Ranking: severity (critical, warning, info), then confidence (confirmed, likely, possible),
-    then the time of the first relevant event. An unknown id in ``only`` raises ``KeyError``.
+    Each detector gets a :class:`TimelineView` with only the tables of its ``needs``. Ranking:
+    severity (critical, warning, info; detector errors last), then role (root cause, trigger,
+    consequence), then confidence (confirmed, likely, possible), then the time of the first
+    relevant event. An unknown id in ``only`` raises ``KeyError``.
     """
     specs = registered_detectors()
     if only is not None:
@@ -121,10 +202,20 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None) -> list[Find
             findings.append(_failure_finding(spec, AttributeError(f"timeline has no {', '.join(absent)}")))
             continue
         try:
-            produced = list(spec.fn(timeline) or [])
+            produced = list(spec.fn(TimelineView(timeline, spec.needs, spec.id)) or [])
         except Exception as exc:  # a broken detector must not hide the others' findings
             produced = [_failure_finding(spec, exc)]
+        for finding in produced:
+            finding.role = finding.role or spec.role
         findings.extend(produced)
+    if any(e.text is None for f in findings for e in f.evidence):
+        try:
+            resolve_evidence(timeline, findings)
+        except Exception as exc:  # evidence text is an aid; the findings stand without it
+            for finding in findings:
+                finding.evidence = [e for e in finding.evidence if e.text is not None]
+                finding.missing_evidence = [*finding.missing_evidence,
+                                            f"evidence lines could not be read: {type(exc).__name__}"]
     return sorted(findings, key=Finding.rank_key)
 
 
@@ -134,7 +225,7 @@ def findings_to_json(findings: Sequence[Finding], **context: Any) -> dict[str, A
     ``context`` adds top-level keys such as ``bundle``; the keys ``schema_version``, ``findings``
     and ``summary`` are always present.
     """
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in FINDING_SEVERITIES}
     return {
         "schema_version": SCHEMA_VERSION,
         **context,

@@ -1,21 +1,27 @@
-"""At-least-once crash: records processed since the last commit are processed again.
+"""At-least-once: records processed since the last commit are processed again.
 
 Under ``at_least_once`` Kafka Streams flushes state-store changelog and output records before it
 commits input offsets, but a crash between two commits leaves changelog writes (and some output)
 of records whose input offsets were never committed. The restart restores the store from the
-changelog (including those writes) and then re-reads the input from the last commit: up to one
-``commit.interval.ms`` of input is processed a second time against state that already holds its
-effects. Idempotent, overwrite-style logic is unaffected; read-before-write logic (dedup,
-counters, "delete and report whether something was there") can produce different answers.
+changelog (including those writes) and then re-reads the input from the last commit: the input
+since that commit is processed a second time against state that already holds its effects.
+Idempotent, overwrite-style logic is unaffected; read-before-write logic (dedup, counters, "delete
+and report whether something was there") can produce different answers. The same happens without
+any crash when a thread loses its partitions (missed rebalance) or is fenced: the new owner
+re-reads from the last commit.
 
-Decision, per crashed run: the run's guarantee is at-least-once (or unset: the default), it ended
-in a crash, and it shows work since its last commit (processing summaries with records). Without
-record counts the finding stays ``info`` (the window is bounded by commit.interval.ms but the
-amount is unknown).
+Decision, per host: an at-least-once run (or unset: the default) ended in a crash (a log that was
+merely cut off is ``unknown``, not a crash), or lost partitions / was fenced while running. The
+window is the time since the thread's last commit when the logs show it (commits can be late or
+fail, so ``commit.interval.ms`` is not a bound), else ``commit.interval.ms``. The record count comes
+from each thread's own processing summaries (records of its last summary over the time since its
+previous one; summaries of different threads are milliseconds apart and must not be paired).
+Without record counts the finding stays ``info``.
 """
 
 from __future__ import annotations
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
@@ -30,84 +36,188 @@ from toolkit.detectors.common import (
 
 ID = "alos-crash-reprocessing"
 DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
+INTERRUPTIONS = ("PARTITIONS_LOST", "TASK_MIGRATED")
 
 
-@detector(id=ID, title="At-least-once crash: uncommitted work is reprocessed", severity="warning",
-          needs=("process_runs", "events", "restorations", "checkpoints"))
-def alos_crash_reprocessing(tl) -> list[Finding]:
-    """Estimate the reprocessing window of an at-least-once crash from summaries and commit.interval.ms."""
-    runs = tl.process_runs.where((F.col("product").isNull() | (F.col("product") != "nifi"))
-                                 & (F.col("end_kind") == "crash")
+def _alos_runs(tl):
+    return tl.process_runs.where((F.col("product").isNull() | (F.col("product") != "nifi"))
                                  & (F.col("guarantee").isNull() | (F.lower("guarantee") == "at_least_once")))
-    crashed = rows(runs.select("host", "run_id", "run_no", "start", "end", "end_source", "end_line_no", "guarantee",
-                               "commit_interval_ms", "version"), 20, order=["host", "run_no"])
+
+
+def _thread_rates(tl, run_ids: list[str]):
+    """Per run and thread: the last processing summary, its records and the time it covers."""
+    thread = F.coalesce(F.col("stream_thread"), F.col("thread"), F.lit("?"))
+    summaries = tl.events.where((F.col("event") == "PROCESSING_SUMMARY") & F.col("records").isNotNull()
+                                & F.col("run_id").isin(run_ids)).withColumn("_thread", thread)
+    by_thread = Window.partitionBy("run_id", "_thread").orderBy("ts", "line_no")
+    latest = Window.partitionBy("run_id", "_thread").orderBy(F.col("ts").desc(), F.col("line_no").desc())
+    summaries = (summaries.withColumn("_prev", F.lag("ts").over(by_thread))
+                 .withColumn("_n", F.row_number().over(latest)).where(F.col("_n") == 1))
+    span_ms = F.coalesce(F.col("duration_ms").cast("double"),
+                         (F.unix_millis("ts") - F.unix_millis("_prev")).cast("double"))
+    return summaries.select("host", "run_id", F.col("_thread").alias("thread"), "records", "ts", "source", "line_no",
+                            span_ms.alias("span_ms"))
+
+
+def _last_commits(tl, run_ids: list[str]):
+    return tl.events.where((F.col("event") == "COMMIT") & F.col("run_id").isin(run_ids)).groupBy("run_id").agg(
+        F.max(F.struct("ts", "source", "line_no")).alias("c"))
+
+
+@detector(id=ID, title="At-least-once crash or lost partitions: uncommitted work is reprocessed", severity="warning",
+          needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause")
+def alos_crash_reprocessing(tl) -> list[Finding]:
+    """Size the reprocessing window of at-least-once crashes and of lost/fenced partitions."""
+    runs = _alos_runs(tl)
+    crashed = rows(runs.where(F.col("end_kind") == "crash").select(
+        "host", "run_id", "run_no", "start", "end", "end_source", "end_line_no", "guarantee", "commit_interval_ms",
+        "version", "version_range"), 200, order=["host", "run_no"])
+    lost = rows(tl.events.where(F.col("event").isin(*INTERRUPTIONS)).select(
+        "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no").join(
+        runs.select("run_id", "guarantee", "commit_interval_ms", "version", "version_range"), "run_id"),
+        200, order=["host", "ts"])
+    run_ids = sorted({r.run_id for r in crashed} | {r.run_id for r in lost})
+    if not run_ids:
+        return []
+    rates = rows(_thread_rates(tl, run_ids), 500)
+    commits = {r.run_id: r.c for r in rows(_last_commits(tl, run_ids), 500)}
+    restored = _restores_after(tl, crashed)
+    crashed_ids = sorted({r.run_id for r in crashed})
+    owned: dict[str, set] = {}
+    if crashed_ids:
+        for r in rows(tl.task_lifecycles.where(F.col("run_id").isin(crashed_ids) & (F.col("role") == "active")
+                                               & F.col("phase").isin("assigned", "restoring", "running"))
+                      .select("run_id", "task_id").distinct(), 500):
+            owned.setdefault(r.run_id, set()).add(r.task_id)
     findings = []
-    for run in crashed:
-        findings.append(_finding(tl, run))
+    for host in sorted({r.host for r in crashed}):
+        mine = [r for r in crashed if r.host == host]
+        finding = _crash_finding(host, mine, rates, commits, restored)
+        finding.tasks = sorted(set(finding.tasks) | {t for r in mine for t in owned.get(r.run_id, ()) if t})
+        findings.append(finding)
+    for host in sorted({r.host for r in lost}):
+        findings.append(_lost_finding(host, [r for r in lost if r.host == host], rates))
     return findings
 
 
-def _finding(tl, run) -> Finding:
-    ev = tl.events.where((F.col("host") == run.host) & (F.col("run_id") == run.run_id))
-    summaries = rows(ev.where((F.col("event") == "PROCESSING_SUMMARY") & F.col("records").isNotNull()).select(
-        "ts", "records", "source", "line_no", "stream_thread"), 3, order=[F.col("ts").desc()])
-    commits = rows(ev.where(F.col("event") == "COMMIT").select("ts", "source", "line_no"), 1, order=[F.col("ts").desc()])
-    interval = run.commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS
-    # Rate from the last two summaries (each counts records since the previous one).
-    rate = None
-    if len(summaries) >= 2 and summaries[0].ts > summaries[1].ts:
-        span_s = (summaries[0].ts - summaries[1].ts).total_seconds()
-        rate = summaries[0].records / span_s if span_s > 0 else None
-    # The kill can come just before the next commit: one full interval is the upper bound.
-    window_ms = interval
-    estimate = int(rate * window_ms / 1000) if rate else None
-    next_run = rows(tl.process_runs.where((F.col("host") == run.host) & (F.col("run_no") == run.run_no + 1))
-                    .select("run_id", "start"), 1)
-    restored = []
-    if next_run:
-        restored = rows(tl.restorations.where((F.col("host") == run.host) & (F.col("run_id") == next_run[0].run_id)
-                                              & F.col("completed")).select(
-            "task_id", "topic", "partition", "start_offset", "end_offset", "records", "source", "line_no",
-            "start_source", "start_line_no"), 10, order=["topic", "partition"])
-    refs = [(s.source, s.line_no) for s in summaries[:1]] + [(run.end_source, run.end_line_no)]
-    refs += [(c.source, c.line_no) for c in commits]
-    for r in restored[:4]:
-        refs += [(r.start_source, r.start_line_no), (r.source, r.line_no)]
-    evidence = evidence_lines(tl, refs)
-    tasks = sorted({r.task_id for r in restored if r.task_id})
-    restored_records = sum(r.records or 0 for r in restored)
-    quantified = bool(summaries)
-    guarantee = run.guarantee or "at_least_once (default; processing.guarantee not in the logs)"
-    explanation = (
-        f"{run.host} ran with processing.guarantee={guarantee} and stopped without a clean shutdown (last line "
-        f"{fmt_ts(run.end)}). Input offsets are committed every commit.interval.ms = {fmt_int(interval)} ms; the "
-        f"records processed since the last commit had already written their changelog and output records, so "
-        f"after the restart they are processed again on top of state that contains their effects"
-        + (f" (the restart restored {fmt_int(restored_records)} changelog records of {len(restored)} partition(s) "
-           f"from the last checkpoints)" if restored else "")
-        + ". Aggregations and overwrites converge, but read-before-write logic (dedup, 'was it there?' checks, "
-          "counters) can answer differently the second time, and the output topic may hold both answers.")
-    impact = Impact(
-        summary=(f"reprocessing window up to {fmt_int(window_ms)} ms of input"
-                 + (f", about {fmt_int(estimate)} records (rate {rate:,.0f} records/s from the last processing "
-                    f"summary)" if estimate is not None else ", record count unknown")
-                 + (f"; {fmt_int(restored_records)} changelog records restored on restart" if restored else "")),
-        figures={"reprocessing_window_ms_max": window_ms, "records_estimate": estimate,
-                 "records_per_second": round(rate, 1) if rate else None, "commit_interval_ms": interval,
-                 "restored_records": restored_records,
-                 "restored": [{"task": r.task_id, "changelog": f"{r.topic}-{r.partition}",
-                               "checkpoint_offset": (r.start_offset - 1) if r.start_offset is not None else None,
-                               "end_offset": r.end_offset, "records": r.records} for r in restored]},
-        method=("window = commit.interval.ms (the crash can come just before the next commit); records = rate of the "
-                "last 'Processed N total records' summary (N / time since the previous summary) x window; restored "
-                "records from the restart's 'Finished restoring changelog' lines."),
-    )
+def _restores_after(tl, crashed) -> dict:
+    """The completed restorations of the run after each crashed run (by host, run_no + 1)."""
+    if not crashed:
+        return {}
+    wanted = [f"{r.host}\t{r.run_no + 1}" for r in crashed]
+    nxt = tl.process_runs.where(F.concat_ws("\t", "host", F.col("run_no").cast("string")).isin(wanted)).select(
+        "host", F.col("run_id").alias("next_run"), F.col("run_no").alias("next_no"))
+    done = tl.restorations.where(F.col("completed")).withColumnRenamed("run_id", "next_run")
+    got = rows(done.join(nxt, ["host", "next_run"]).select(
+        "host", "next_no", "task_id", "topic", "partition", "start_offset", "end_offset", "records", "source",
+        "line_no", "start_source", "start_line_no"), 200, order=["host", "topic", "partition"])
+    out: dict = {}
+    for r in got:
+        out.setdefault((r.host, r.next_no - 1), []).append(r)
+    return out
+
+
+def _rate(rates, run_id: str) -> tuple[float | None, list]:
+    mine = [r for r in rates if r.run_id == run_id]
+    per_thread = [(r, r.records / (r.span_ms / 1000)) for r in mine if r.span_ms and r.span_ms > 0]
+    return (sum(x for _, x in per_thread) if per_thread else None), mine
+
+
+def _crash_finding(host: str, runs, rates, commits, restored) -> Finding:
+    refs, figures, parts = [], [], []
+    total_estimate, quantified, all_declared = 0, True, True
+    windows = []
+    restored_all = []
+    for run in runs:
+        interval = run.commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS
+        rate, summaries = _rate(rates, run.run_id)
+        commit = commits.get(run.run_id)
+        since_commit = ((run.end - commit.ts).total_seconds() * 1000) if commit is not None and run.end else None
+        # Commits can be late or fail: the time since the last one seen beats the configured interval.
+        window = int(max(interval, since_commit)) if since_commit is not None else interval
+        windows.append(window)
+        estimate = int(rate * window / 1000) if rate else None
+        quantified &= bool(summaries)
+        all_declared &= bool(run.guarantee)
+        total_estimate += estimate or 0
+        refs += [(s.source, s.line_no) for s in summaries] + [(run.end_source, run.end_line_no)]
+        if commit is not None:
+            refs.append((commit.source, commit.line_no))
+        back = restored.get((host, run.run_no), [])
+        restored_all += back
+        for r in back[:4]:
+            refs += [(r.start_source, r.start_line_no), (r.source, r.line_no)]
+        figures.append({"run": run.run_id, "crashed_at": str(run.end), "commit_interval_ms": interval,
+                        "since_last_commit_ms": since_commit, "window_ms": window, "records_estimate": estimate,
+                        "records_per_second": round(rate, 1) if rate else None,
+                        "threads": {s.thread: s.records for s in summaries}})
+        parts.append(f"the run that started {fmt_ts(run.start)} stopped without a clean shutdown (last line "
+                     f"{fmt_ts(run.end)})" + (f", {since_commit / 1000:.0f} s after its last commit line"
+                                               if since_commit is not None else ""))
+    first = runs[0]
+    guarantee = first.guarantee or "at_least_once (default; processing.guarantee not in the logs)"
+    restored_records = sum(r.records or 0 for r in restored_all)
+    tasks = sorted({r.task_id for r in restored_all if r.task_id})
+    window = max(windows)
+    rate_text = (f", about {fmt_int(total_estimate)} records (each thread's last processing summary over the time "
+                 f"since its previous one)" if quantified and total_estimate else ", record count unknown")
     return Finding(
         detector=ID, severity="warning" if quantified else "info",
-        confidence="confirmed" if run.guarantee and quantified else "likely" if quantified else "possible",
-        title=f"{run.host}: at-least-once crash, up to {fmt_int(window_ms)} ms of input reprocessed",
-        explanation=explanation, hosts=[run.host], tasks=tasks, ts=run.end, evidence=evidence,
+        confidence="confirmed" if all_declared and quantified else "likely" if quantified else "possible",
+        title=f"{host}: at-least-once crash, about {fmt_int(window)} ms of input reprocessed",
+        explanation=(f"{host} ran with processing.guarantee={guarantee}; " + "; ".join(parts) + ". Input offsets are "
+                     f"committed about every commit.interval.ms = {fmt_int(first.commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS)} "
+                     "ms (later when a commit is slow or fails); the records processed since the last commit had "
+                     "already written their changelog and output records, so after the restart they are processed "
+                     "again on top of state that contains their effects"
+                     + (f" (the restart restored {fmt_int(restored_records)} changelog records of {len(restored_all)} "
+                        f"partition(s) from the last checkpoints)" if restored_all else "")
+                     + ". Aggregations and overwrites converge, but read-before-write logic (dedup, 'was it there?' "
+                       "checks, counters) can answer differently the second time, and the output topic may hold both "
+                       "answers."),
+        hosts=[host], tasks=tasks, ts=first.end, evidence=evidence_lines(None, refs),
         missing_evidence=[] if quantified else missing_steps(
             ID, "processing summaries ('Processed N total records', INFO, 2.8+) or commit lines to size the window"),
-        impact=impact, known_bugs=known_bug_sentences(ID, [run.version] if run.version else []),
+        impact=Impact(
+            summary=(f"reprocessing window about {fmt_int(window)} ms of input{rate_text}"
+                     + (f"; {fmt_int(restored_records)} changelog records restored on restart" if restored_all else "")),
+            figures={"reprocessing_window_ms_max": window, "records_estimate": total_estimate if quantified else None,
+                     "records_per_second": figures[0]["records_per_second"],
+                     "commit_interval_ms": first.commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS,
+                     "restored_records": restored_records, "crashes": figures,
+                     "restored": [{"task": r.task_id, "changelog": f"{r.topic}-{r.partition}",
+                                   "checkpoint_offset": (r.start_offset - 1) if r.start_offset is not None else None,
+                                   "end_offset": r.end_offset, "records": r.records} for r in restored_all]},
+            method=("window = time from the run's last commit line to its last line when commits are logged (commits "
+                    "can be late or fail), else commit.interval.ms; records = sum over threads of (records of the "
+                    "thread's last 'Processed N total records' summary / time since its previous summary) x window; "
+                    "restored records from the restart's 'Finished restoring changelog' lines."),
+        ),
+        known_bugs=known_bug_sentences(ID, [first.version or first.version_range]),
+    )
+
+
+def _lost_finding(host: str, lost, rates) -> Finding:
+    tasks = sorted({t for r in lost for t in ([*(r.task_ids or [])] or [r.task_id]) if t})
+    interval = lost[0].commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS
+    rate, summaries = _rate(rates, lost[0].run_id)
+    quantified = bool(summaries)
+    estimate = int(rate * interval / 1000) if rate else None
+    what = sorted({"lost its partitions" if r.event == "PARTITIONS_LOST" else "was fenced" for r in lost})
+    return Finding(
+        detector=ID, severity="warning" if quantified else "info", confidence="likely" if quantified else "possible",
+        title=f"{host}: at-least-once thread(s) {' and '.join(what)}; uncommitted input is reprocessed by the new owner",
+        explanation=(f"On {host}, under at-least-once, {len(lost)} time(s) a stream thread {' or '.join(what)} "
+                     f"(first at {fmt_ts(lost[0].ts)}) without a clean revocation: its tasks "
+                     f"({', '.join(tasks) or 'ids not logged'}) were closed without committing, and the next owner "
+                     "re-reads their input from the last commit. No crash is needed for this reprocessing."),
+        hosts=[host], tasks=tasks, ts=lost[0].ts,
+        evidence=evidence_lines(None, [(r.source, r.line_no) for r in lost] + [(s.source, s.line_no) for s in summaries]),
+        missing_evidence=[] if quantified else missing_steps(
+            ID, "processing summaries ('Processed N total records', INFO, 2.8+) to size the reprocessed input"),
+        impact=Impact(summary=(f"up to about {fmt_int(interval)} ms of input per interruption reprocessed"
+                               + (f", about {fmt_int(estimate)} records each" if estimate is not None else "")),
+                      figures={"interruptions": len(lost), "commit_interval_ms": interval, "records_estimate": estimate},
+                      method="commit.interval.ms x the thread's summary rate; commits may be later than the interval"),
+        known_bugs=known_bug_sentences(ID, [lost[0].version or lost[0].version_range]),
     )

@@ -16,14 +16,22 @@ Severity = Literal["critical", "warning", "info"]
 Confidence = Literal["confirmed", "likely", "possible"]
 
 SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
+#: A detector that raised gets a finding of its own status ``error``: not a diagnosis (ranked after
+#: every real finding, never the verdict) but counted by ``detect --fail-on`` at any level.
+ERROR = "error"
+FINDING_SEVERITIES: tuple[str, ...] = (*SEVERITIES, ERROR)
 CONFIDENCES: tuple[str, ...] = ("confirmed", "likely", "possible")
+#: What a detector's findings are to an incident, in ranking order: the upstream bug or mechanism that
+#: explains it, a precondition or trigger of such a bug, or a routine consequence.
+ROLES: tuple[str, ...] = ("root-cause", "trigger", "consequence")
 EVIDENCE_KINDS: tuple[str, ...] = ("log", "state", "aws")
 
 #: Bumped when a field of the JSON output changes meaning or disappears (adding fields does not).
 SCHEMA_VERSION = 1
 
-#: How many evidence items one finding carries at most (the playbook says how to find the rest).
-MAX_EVIDENCE = 12
+#: How many evidence items one finding carries at most (the playbook says how to find the rest;
+#: ``truncation["evidence"]`` says how many there were).
+MAX_EVIDENCE = 16
 
 
 @dataclass(frozen=True)
@@ -33,12 +41,13 @@ class Evidence:
     ``source`` is the path inside the bundle (``host/app.log``, ``host/logs.tar.gz!/app.log``),
     ``line_no`` the 1-based line in that file (``None`` for facts without a line, such as a file
     inside a state capture), ``text`` the raw log line's message (first line) or a one-line
-    description of the fact.
+    description of the fact. A log reference whose ``text`` is ``None`` is still to be read: the
+    runner resolves the references of all findings in one join (:func:`toolkit.detectors.run_detectors`).
     """
 
     source: str
     line_no: int | None
-    text: str
+    text: str | None
     kind: str = "log"
     ts: datetime | None = None
 
@@ -73,21 +82,27 @@ class Finding:
     impact: Impact | None = None
     known_bugs: list[str] = field(default_factory=list)
     playbook: str = ""
+    #: Lists cut to a bounded size: ``{"partitions": {"total": 120, "shown": 40}}`` (empty when nothing was cut).
+    truncation: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The detector's role (``ROLES``); filled in by the runner from the registry.
+    role: str = ""
 
     def __post_init__(self) -> None:
-        if self.severity not in SEVERITIES:
-            raise ValueError(f"severity must be one of {SEVERITIES}, not {self.severity!r}")
+        if self.severity not in FINDING_SEVERITIES:
+            raise ValueError(f"severity must be one of {FINDING_SEVERITIES}, not {self.severity!r}")
         if self.confidence not in CONFIDENCES:
             raise ValueError(f"confidence must be one of {CONFIDENCES}, not {self.confidence!r}")
         if not self.playbook:
             self.playbook = playbook_path(self.detector)
 
     def rank_key(self) -> tuple:
-        """Severity first, then confidence, then time (unknown times last), then id."""
+        """Severity first (detector errors last), then role (a root cause before its trigger before its
+        routine consequences), then confidence, then time (unknown times last), then id."""
         ts = self.ts
         if ts is not None and ts.tzinfo is None:
             ts = ts.replace(tzinfo=timezone.utc)
-        return (SEVERITIES.index(self.severity), CONFIDENCES.index(self.confidence),
+        role = ROLES.index(self.role) if self.role in ROLES else len(ROLES)
+        return (FINDING_SEVERITIES.index(self.severity), role, CONFIDENCES.index(self.confidence),
                 ts is None, ts or datetime.max.replace(tzinfo=timezone.utc), self.detector)
 
     def to_json(self) -> dict[str, Any]:
@@ -117,13 +132,14 @@ DetectorFn = Callable[[Any], Iterable[Finding]]
 
 @dataclass(frozen=True)
 class DetectorSpec:
-    """A registered detector: its id, headline, default severity and the timeline tables it reads."""
+    """A registered detector: its id, headline, default severity, the timeline tables it reads and its role."""
 
     id: str
     title: str
     severity: str
     needs: tuple[str, ...]
     fn: DetectorFn
+    role: str = "consequence"
 
     @property
     def playbook(self) -> str:
@@ -133,19 +149,24 @@ class DetectorSpec:
 REGISTRY: dict[str, DetectorSpec] = {}
 
 
-def detector(*, id: str, title: str, severity: str, needs: tuple[str, ...] = ()) -> Callable[[DetectorFn], DetectorFn]:
+def detector(*, id: str, title: str, severity: str, needs: tuple[str, ...] = (),
+             role: str = "consequence") -> Callable[[DetectorFn], DetectorFn]:
     """Register a detector function under ``id`` (also its playbook name).
 
     ``severity`` is the severity of its root-cause findings; ``needs`` names the timeline
-    attributes it reads (documentation, and a check that they exist).
+    attributes it reads: the runner hands it a view holding only those (``events``, ``state``,
+    ``process_runs``...), so reading anything else fails the detector. ``role`` (``ROLES``) ranks its
+    findings among others of the same severity.
     """
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {SEVERITIES}")
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}")
 
     def register(fn: DetectorFn) -> DetectorFn:
         if id in REGISTRY and REGISTRY[id].fn is not fn:
             raise ValueError(f"detector id {id!r} registered twice")
-        REGISTRY[id] = DetectorSpec(id=id, title=title, severity=severity, needs=tuple(needs), fn=fn)
+        REGISTRY[id] = DetectorSpec(id=id, title=title, severity=severity, needs=tuple(needs), fn=fn, role=role)
         fn.detector_id = id  # type: ignore[attr-defined]
         return fn
 

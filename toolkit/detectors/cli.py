@@ -11,7 +11,9 @@ Exit codes (the same as the other commands, plus one):
 * 1 — the run failed unexpectedly;
 * 2 — bad arguments or unusable input (missing bundle);
 * 3 — no Spark session could be started;
-* 4 — ``--fail-on`` matched: a finding at that severity or worse was reported.
+* 4 — ``--fail-on`` matched: a finding at that severity or worse was reported;
+* 5 — ``--fail-on`` was given and a detector failed (a finding of status ``error``): its root cause
+  was not checked, so the run cannot be called clean at any level.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from toolkit.detectors.base import SEVERITIES, Finding
+from toolkit.detectors.base import ERROR, FINDING_SEVERITIES, SEVERITIES, Finding
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS, EXIT_DETECTOR_ERROR = 0, 1, 2, 3, 4, 5
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -38,7 +40,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--out", help="write the pipeline tables and findings.json into this folder")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output for people or machines")
     parser.add_argument("--fail-on", choices=("critical", "warning"),
-                        help="exit with code 4 when a finding of this severity (or worse) is reported")
+                        help="exit with code 4 when a finding of this severity (or worse) is reported, "
+                             "with code 5 when a detector failed")
     parser.add_argument("--only", action="append", metavar="DETECTOR", help="run only this detector (repeatable)")
     parser.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
     parser.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
@@ -87,7 +90,8 @@ def format_text(findings: Sequence[Finding], bundle: str = "") -> str:
     """Ranked findings for a terminal: headline, explanation, evidence excerpts, gaps, impact, playbook."""
     if not findings:
         return f"No findings for {bundle or 'the bundle'}.\n"
-    counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}" for s in SEVERITIES)
+    counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}" for s in FINDING_SEVERITIES
+                       if s != ERROR or any(f.severity == ERROR for f in findings))
     lines = [f"{len(findings)} finding(s) for {bundle}: {counts}", ""]
     wrap = textwrap.TextWrapper(width=110, initial_indent="    ", subsequent_indent="    ")
     for n, f in enumerate(findings, 1):
@@ -117,7 +121,15 @@ def _matches_fail_on(findings: Sequence[Finding], fail_on: str | None) -> bool:
     if not fail_on:
         return False
     worst_allowed = SEVERITIES.index(fail_on)
-    return any(SEVERITIES.index(f.severity) <= worst_allowed for f in findings)
+    return any(f.severity in SEVERITIES and SEVERITIES.index(f.severity) <= worst_allowed for f in findings)
+
+
+def exit_code(findings: Sequence[Finding], fail_on: str | None) -> int:
+    """``EXIT_DETECTOR_ERROR`` when ``fail_on`` is set and a detector failed, ``EXIT_FINDINGS`` when a
+    finding reaches ``fail_on``, else ``EXIT_OK``."""
+    if fail_on and any(f.severity == ERROR for f in findings):
+        return EXIT_DETECTOR_ERROR
+    return EXIT_FINDINGS if _matches_fail_on(findings, fail_on) else EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
     else:
         print(format_text(findings, context.get("bundle", "")))
-    return EXIT_FINDINGS if _matches_fail_on(findings, args.fail_on) else EXIT_OK
+    return exit_code(findings, args.fail_on)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

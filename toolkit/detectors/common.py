@@ -5,6 +5,7 @@ Everything collects bounded results only (``limit`` before ``collect``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
@@ -12,7 +13,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import MAX_EVIDENCE, Evidence
-from toolkit.knowledge import missing_evidence_steps, verdicts_for_detector
+from toolkit.knowledge import get_known_bug, missing_evidence_steps, verdicts_for_detector, version_verdict
+from toolkit.knowledge.versions import VersionError, compare_versions
 
 #: Guarantee values that mean exactly-once (``exactly_once`` is the pre-2.6 / deprecated spelling).
 EOS_PREFIX = "exactly_once"
@@ -41,42 +43,69 @@ def events_of(tl: Any, *names: str) -> DataFrame:
 
 
 def rows(df: DataFrame, limit: int = 50, order: Sequence[str] | None = None) -> list:
-    """A bounded ``collect``: at most ``limit`` rows, ordered by ``order`` when given."""
+    """A bounded ``collect``: at most ``limit`` rows, ordered by ``order`` when given.
+
+    Only for lists whose length is not reported; :func:`bounded` also says how many there were.
+    """
     if order:
         df = df.orderBy(*order)
     return df.limit(limit).collect()
 
 
+@dataclass(frozen=True)
+class Bounded:
+    """Rows of a bounded ``collect`` and how many rows the query really has."""
+
+    rows: list
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.rows)
+
+    def record(self, what: str, truncation: dict | None = None) -> dict:
+        """``truncation`` plus ``{what: {"total": ..., "shown": ...}}`` when rows were cut."""
+        out = dict(truncation or {})
+        if self.truncated:
+            out[what] = {"total": self.total, "shown": len(self.rows)}
+        return out
+
+
+def bounded(df: DataFrame, limit: int, order: Sequence[Any] | None = None) -> Bounded:
+    """At most ``limit`` rows and the true row count (counted only when the limit was reached)."""
+    ordered = df.orderBy(*order) if order else df
+    got = ordered.limit(limit + 1).collect()
+    if len(got) <= limit:
+        return Bounded(got, len(got))
+    return Bounded(got[:limit], df.count())
+
+
 def log_evidence(df: DataFrame, limit: int = MAX_EVIDENCE) -> list[Evidence]:
-    """Evidence from event rows (``source``, ``line_no``, ``ts``, ``message``), oldest first."""
-    picked = (df.where(F.col("source").isNotNull() & F.col("line_no").isNotNull())
-              .select("source", "line_no", "ts", first_line("message").alias("text"))
-              .dropDuplicates(["source", "line_no"]))
-    return [Evidence(r.source, int(r.line_no), r.text or "", "log", r.ts)
-            for r in rows(picked, limit, order=["ts", "source", "line_no"])]
+    """Evidence references for event rows (``source``, ``line_no``), oldest first; the runner reads the lines."""
+    keys = df.where(F.col("source").isNotNull() & F.col("line_no").isNotNull()).select("source", "line_no", "ts")
+    return log_refs((r.source, r.line_no) for r in keys.orderBy("ts", "source", "line_no").limit(limit).collect())
+
+
+def log_refs(refs: Iterable[tuple[str | None, int | None]]) -> list[Evidence]:
+    """Evidence references (``text`` still ``None``) for (source, line_no) pairs; the runner reads the
+    lines of every finding in one join (:func:`toolkit.detectors.resolve_evidence`)."""
+    pairs = sorted({(s, int(n)) for s, n in refs if s and n is not None})
+    return [Evidence(source, line_no, None, "log") for source, line_no in pairs]
 
 
 def evidence_at(tl: Any, refs: DataFrame, limit: int = MAX_EVIDENCE) -> list[Evidence]:
-    """Log evidence for timeline rows: their ``source``/``line_no`` joined back to the events' message."""
-    keys = refs.where(F.col("line_no").isNotNull()).select("source", "line_no").dropDuplicates()
-    lines = tl.events.select("source", "line_no", "ts", "message").join(keys, ["source", "line_no"], "inner")
-    return log_evidence(lines, limit)
+    """Evidence references for timeline rows (their ``source``/``line_no``), oldest rows first."""
+    keys = refs.where(F.col("line_no").isNotNull() & F.col("source").isNotNull()).select("source", "line_no")
+    return log_refs((r.source, r.line_no) for r in keys.limit(limit * 2).collect())
 
 
 def evidence_lines(tl: Any, refs: Iterable[tuple[str | None, int | None]], limit: int = MAX_EVIDENCE) -> list[Evidence]:
-    """Log evidence for a few (source, line_no) pairs collected earlier."""
-    pairs = sorted({(s, int(n)) for s, n in refs if s and n is not None})[:limit * 2]
-    if not pairs:
-        return []
-    cond = None
-    for source, line_no in pairs:
-        one = (F.col("source") == source) & (F.col("line_no") == line_no)
-        cond = one if cond is None else cond | one
-    return log_evidence(tl.events.where(cond), limit)
+    """Evidence references for (source, line_no) pairs collected earlier (no query here)."""
+    return log_refs(refs)
 
 
-def merge_evidence(*groups: Iterable[Evidence], limit: int = MAX_EVIDENCE) -> list[Evidence]:
-    """Concatenate evidence lists without duplicates, ordered by time (facts without time last)."""
+def merge_evidence(*groups: Iterable[Evidence], limit: int | None = None) -> list[Evidence]:
+    """Concatenate evidence lists without duplicates; the runner orders and bounds the result."""
     seen: set[tuple] = set()
     merged: list[Evidence] = []
     for group in groups:
@@ -85,27 +114,99 @@ def merge_evidence(*groups: Iterable[Evidence], limit: int = MAX_EVIDENCE) -> li
             if key not in seen:
                 seen.add(key)
                 merged.append(item)
-    merged.sort(key=lambda e: (e.ts is None, e.ts or datetime.max, e.source, e.line_no or 0))
-    return merged[:limit]
+    return merged
 
 
 def run_versions(tl: Any, hosts: Iterable[str] | None = None) -> list[str]:
-    """Distinct product versions of the process runs (of ``hosts`` when given), sorted."""
-    runs = tl.process_runs.where(F.col("version").isNotNull())
+    """Distinct product versions of the process runs (of ``hosts`` when given), sorted.
+
+    A run without a banner contributes its template range (``2.0-2.1``) instead.
+    """
+    runs = tl.process_runs.where(F.col("version").isNotNull() | F.col("version_range").isNotNull())
     hosts = list(hosts or [])
     if hosts:
         runs = runs.where(F.col("host").isin(hosts))
-    return sorted({r.version for r in rows(runs.select("version").distinct(), 20)})
+    return sorted({r.v for r in rows(runs.select(F.coalesce("version", "version_range").alias("v")).distinct(), 20)})
 
 
-def known_bug_sentences(detector_id: str, versions: Sequence[str]) -> list[str]:
-    """One verdict sentence per known issue of the detector, for each version seen (or 'version unknown')."""
+def version_args(version: str | None, version_range: str | None = None
+                 ) -> tuple[str | None, tuple[str | None, str | None] | None]:
+    """(version, (low, high)) as :func:`toolkit.knowledge.version_verdict` takes them, from a run's
+    ``version`` and ``version_range`` (``2.0-2.1``, ``3.8``, ``>=4.1``)."""
+    if version:
+        if "-" in version and version[:1].isdigit() and version.split("-", 1)[1][:1].isdigit():
+            version, version_range = None, version  # a range passed where a version was expected
+        else:
+            return version, None
+    text = (version_range or "").strip()
+    if not text or not text[:1].isdigit() and not text.startswith(">="):
+        return None, None
+    if text.startswith(">="):
+        return None, (text[2:], None)
+    low, _, high = text.partition("-")
+    return None, (low, high or low)
+
+
+def bug_status(bug_id: str, version: str | None, version_range: str | None = None) -> str:
+    """``affected``, ``fixed``, ``not_affected`` or ``unknown``: what the run's version says about ``bug_id``."""
+    v, span = version_args(version, version_range)
+    return version_verdict(get_known_bug(bug_id), v, span).status
+
+
+def known_bug_sentences(detector_id: str, versions: Sequence[str | None]) -> list[str]:
+    """One verdict sentence per known issue of the detector, for each version (or template range) seen,
+    or 'version unknown'."""
     sentences: list[str] = []
-    for version in (list(versions) or [None]):
-        for verdict in verdicts_for_detector(detector_id, version):
+    for text in (list(v for v in versions if v) or [None]):
+        version, span = version_args(text, None)
+        for verdict in verdicts_for_detector(detector_id, version, span):
             if verdict.sentence not in sentences:
                 sentences.append(verdict.sentence)
     return sentences
+
+
+#: Events only the state updater prints (or that name its thread).
+STATE_UPDATER_EVENTS = ("STATE_UPDATER_START", "RESTORE_QUEUED")
+
+
+def state_updater_by_run(tl: Any) -> DataFrame:
+    """Per run: ``updater`` true/false when the logs or config say whether the state updater ran, else null.
+
+    On: a ``__state.updater.enabled__ = true`` setting, a line of the updater thread (``state-updater [``
+    prefix, a ``-StateUpdater-`` thread) or an event only it prints. Off: the setting false, or the
+    ``Restoration took`` summary a StreamThread prints only when it restores itself.
+    """
+    ev = tl.events
+    on = ((F.col("prefix_kind") == "state-updater") | F.coalesce(F.col("thread"), F.lit("")).contains("-StateUpdater-")
+          | F.col("event").isin(*STATE_UPDATER_EVENTS))
+    off = (F.col("event") == "RESTORE_ALL_DONE") & F.col("message").contains("Restoration took")
+    from_logs = ev.where(F.col("run_id").isNotNull()).groupBy("run_id").agg(
+        F.max(on.cast("int")).alias("_on"), F.max(off.cast("int")).alias("_off"))
+    setting = tl.config.where(F.col("key") == STATE_UPDATER_KEY).groupBy("run_id").agg(
+        F.first(F.lower(F.trim("value"))).alias("_setting"))
+    both = from_logs.join(setting, "run_id", "full")
+    updater = (F.when(F.col("_setting") == "true", F.lit(True)).when(F.col("_setting") == "false", F.lit(False))
+               .when(F.col("_on") == 1, F.lit(True)).when(F.col("_off") == 1, F.lit(False)))
+    return both.select("run_id", updater.alias("updater"))
+
+
+#: Internal config that switches the state updater on (3.4-3.7, default off) or off (3.8-4.2, default on).
+STATE_UPDATER_KEY = "__state.updater.enabled__"
+
+
+def default_state_updater(version: str | None, version_range: str | None = None) -> bool | None:
+    """Whether the state updater is on by default in this version (3.8+), off (before 3.8), or unknown."""
+    v, span = version_args(version, version_range)
+    try:
+        if v:
+            return compare_versions(v, "3.8.0") >= 0
+        if span and span[0]:
+            low_on = compare_versions(span[0], "3.8") >= 0
+            high_on = span[1] is None or compare_versions(span[1], "3.8") >= 0
+            return low_on if low_on == high_on else None
+    except VersionError:
+        return None
+    return None
 
 
 def missing_steps(detector_id: str, *extra: str) -> list[str]:

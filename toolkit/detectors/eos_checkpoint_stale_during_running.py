@@ -23,7 +23,7 @@ STALE_AFTER_S = 600
 
 
 @detector(id=ID, title="EOS checkpoint stays on disk during RUNNING", severity="warning",
-          needs=("process_runs", "checkpoints", "state"))
+          needs=("process_runs", "checkpoints", "state"), role="trigger")
 def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
     """Checkpoint files present and frozen while an exactly-once run processes."""
     runs = tl.process_runs.where(is_eos()).select("host", "run_id", "start", "end", "version")

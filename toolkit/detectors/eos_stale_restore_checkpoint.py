@@ -8,16 +8,24 @@ tail on top of a store that may hold writes of aborted transactions.
 
 Decision, per host and task changelog partition:
 
-1. a run under ``exactly_once*`` ended in a crash (``process_runs.end_kind = 'crash'``);
-2. the next run on that host read a checkpoint for the partition (``checkpoints.kind = 'read'``)
+1. a run under ``exactly_once*`` ended in a crash (``process_runs.end_kind = 'crash'``) on a version
+   where the state updater writes that checkpoint: KAFKA-20685 affects it, or (3.4-3.7) the run
+   shows the state updater switched on (``__state.updater.enabled__``); versions with the fix, before
+   3.4, 4.3+ and 3.4-3.7 with the updater off never match;
+2. in the crashed run the task was an *active* task that had completed restoration and was RUNNING
+   when the log stopped: its last lifecycle phase is ``running`` as an active task (no suspend,
+   close, revoke or migration after it). Standby tasks (which checkpoint legitimately under EOS), a
+   crash during restoration and a task closed or suspended cleanly before the crash do not match;
+3. the next run on that host read a checkpoint for the partition (``checkpoints.kind = 'read'``)
    and did not wipe the task (no ``wipes`` row / ``TASK_CORRUPTED`` for it in that run);
-3. that offset was written at restoration completion in the crashed run: a ``written`` line within
+4. that offset was written at restoration completion in the crashed run: a ``written`` line within
    a few seconds of the partition's ``Finished restoring``/``completed restoration``, or a state
    capture taken during the crashed run whose ``.checkpoint`` holds that offset with an mtime at
    restoration end (it never moved during RUNNING).
 
-1+2 alone give ``likely`` (with the evidence to collect); 1+2+3 give ``confirmed``. A clean
-close writes the checkpoint legitimately, so a run that ended ``clean`` never matches.
+1-3 give ``likely`` (with the evidence to collect); 1-4 give ``confirmed``. A version that cannot be
+told at all keeps ``likely`` and says so. A clean close writes the checkpoint legitimately, so a
+run that ended ``clean`` never matches.
 """
 
 from __future__ import annotations
@@ -26,7 +34,10 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
+    bounded,
+    bug_status,
     captured_checkpoints,
+    default_state_updater,
     evidence_lines,
     fmt_int,
     fmt_ts,
@@ -34,7 +45,7 @@ from toolkit.detectors.common import (
     known_bug_sentences,
     merge_evidence,
     missing_steps,
-    rows,
+    state_updater_by_run,
 )
 
 ID = "eos-stale-restore-checkpoint"
@@ -46,6 +57,8 @@ MTIME_NEAR_RESTORE_S = 90
 
 MISSING_CAPTURE = ("state capture (.checkpoint mtime and content) of the crashed host taken while it was RUNNING: "
                    "stream-incident capture-state STATE_DIR --out state-HOST.tar.gz (see playbooks/capturing-state.md)")
+MISSING_VERSION = ("the Kafka Streams version of the crashed run (the 'Kafka version: ...' banner at start-up, or the "
+                   "application's dependency list): KAFKA-20685 needs 3.8-4.2, or 3.4-3.7 with the state updater on")
 MISSING_DEBUG = ("DEBUG ProcessorStateManager (Writing checkpoint at restoration completion): set "
                  "org.apache.kafka.streams.processor.internals.ProcessorStateManager=DEBUG "
                  "(see playbooks/collecting-evidence.md)")
@@ -59,7 +72,8 @@ def _stale_reads(tl):
         "host", F.col("run_id").alias("crashed_run"), F.col("run_no").alias("crashed_no"),
         F.col("start").alias("crashed_start"), F.col("end").alias("crashed_end"),
         F.col("end_source").alias("crashed_end_source"), F.col("end_line_no").alias("crashed_end_line"),
-        F.col("version").alias("crashed_version"), F.col("commit_interval_ms"))
+        F.col("version").alias("crashed_version"), F.col("version_range").alias("crashed_range"),
+        F.col("commit_interval_ms"))
     following = runs.select("host", F.col("run_id").alias("next_run"), F.col("run_no").alias("next_no"),
                             F.col("start").alias("next_start"))
     pairs = crashed.join(following, "host").where(F.col("next_no") == F.col("crashed_no") + 1)
@@ -74,7 +88,29 @@ def _stale_reads(tl):
     corrupted = tl.events.where(F.col("event") == "TASK_CORRUPTED").select(
         "host", F.col("run_id").alias("next_run"), F.explode(F.coalesce(
             F.col("task_ids"), F.array("task_id"))).alias("task_id")).where(F.col("task_id").isNotNull())
-    return candidates.join(wiped.unionByName(corrupted).distinct(), ["host", "next_run", "task_id"], "left_anti")
+    unwiped = candidates.join(wiped.unionByName(corrupted).distinct(), ["host", "next_run", "task_id"], "left_anti")
+    return _running_at_crash(tl, unwiped)
+
+
+def _running_at_crash(tl, candidates):
+    """The candidates whose task was RUNNING as an active task when its run crashed.
+
+    The task's last phase in the crashed run (lifecycle lines, 2.6+ at INFO) must be ``running`` as an
+    active task. A task with no lifecycle line at all in that run counts when its changelog partition
+    completed an active restoration there (``Finished restoring changelog`` is printed for active
+    tasks only).
+    """
+    keys = ["host", "crashed_run", "task_id"]
+    phases = tl.task_lifecycles.where(F.col("phase") != "assigned").select(
+        "host", F.col("run_id").alias("crashed_run"), "task_id", "role", "phase", "start", "line_no")
+    last = phases.groupBy(*keys).agg(F.max(F.struct("start", "line_no", "phase", "role")).alias("_last"))
+    running = last.where((F.col("_last.phase") == "running") & (F.col("_last.role") == "active")).select(*keys)
+    completed = tl.restorations.where(F.col("completed")).select(
+        "host", F.col("run_id").alias("crashed_run"), "topic", "partition").distinct()
+    with_phases = candidates.join(running, keys, "left_semi")
+    without = candidates.join(last.select(*keys), keys, "left_anti").join(
+        completed, ["host", "crashed_run", "topic", "partition"], "left_semi")
+    return with_phases.unionByName(without)
 
 
 def _restore_end_in_crashed_run(tl):
@@ -101,7 +137,8 @@ def _captured_files(tl):
 
 
 @detector(id=ID, title="EOS restart trusted a restore-time checkpoint (KAFKA-20685)", severity="critical",
-          needs=("process_runs", "checkpoints", "restorations", "wipes", "events", "state"))
+          needs=("process_runs", "checkpoints", "restorations", "wipes", "events", "state", "task_lifecycles", "config"),
+          role="root-cause")
 def eos_stale_restore_checkpoint(tl) -> list[Finding]:
     """KAFKA-20685: a restore-time checkpoint survives RUNNING; a crash then skips the EOS wipe."""
     stale = _stale_reads(tl)
@@ -123,6 +160,7 @@ def eos_stale_restore_checkpoint(tl) -> list[Finding]:
         F.first("read_source").alias("read_source"), F.first("read_line").alias("read_line"),
         F.first("crashed_end").alias("crashed_end"), F.first("crashed_end_source").alias("crashed_end_source"),
         F.first("crashed_end_line").alias("crashed_end_line"), F.first("crashed_version").alias("version"),
+        F.first("crashed_range").alias("version_range"),
         F.first("commit_interval_ms").alias("commit_interval_ms"),
         F.max("restored_at").alias("restored_at"), F.max("restore_end_offset").alias("restore_end_offset"),
         F.first("restore_source", ignorenulls=True).alias("restore_source"),
@@ -137,15 +175,35 @@ def eos_stale_restore_checkpoint(tl) -> list[Finding]:
                                     F.col("records").alias("replayed"), F.col("end_offset").alias("next_end_offset"),
                                     F.col("source").alias("replay_source"), F.col("line_no").alias("replay_line"))
     found = found.join(replay, ["host", "next_run", "topic", "partition"], "left")
-    hits = rows(found, 40, order=["host", "task_id", "topic", "partition"])
+    updater = state_updater_by_run(tl).withColumnRenamed("run_id", "crashed_run")
+    found = found.join(updater, "crashed_run", "left")
+    got = bounded(found, 200, order=["host", "task_id", "topic", "partition"])
+    hits = [h for h in got.rows if _version_allows(h) is not False]
     if not hits:
         return []
-    return [_finding(tl, [h for h in hits if h.host == host]) for host in sorted({h.host for h in hits})]
+    truncation = got.record("partitions")
+    return [_finding([h for h in hits if h.host == host], truncation) for host in sorted({h.host for h in hits})]
 
 
-def _finding(tl, hits) -> Finding:
+def _version_allows(hit) -> bool | None:
+    """True when the crashed run's version (and state-updater setting) has the bug, False when it
+    cannot have it, None when the version is unknown."""
+    status = bug_status("KAFKA-20685", hit.version, hit.version_range)
+    if status == "affected":
+        return hit.updater is not False  # 3.8-4.2 with the updater switched off restore on the StreamThread
+    if status in ("fixed", "not_affected"):
+        return False
+    if not (hit.version or hit.version_range):
+        return None
+    updater = hit.updater if hit.updater is not None else default_state_updater(hit.version, hit.version_range)
+    # 3.4-3.7: only with the state updater switched on; a range straddling a boundary: the updater decides.
+    return True if updater else (None if updater is None else False)
+
+
+def _finding(hits, truncation) -> Finding:
     host = hits[0].host
-    confirmed = all(h.write_ok or h.capture_ok for h in hits)
+    version_known = all(_version_allows(h) for h in hits)
+    confirmed = version_known and all(h.write_ok or h.capture_ok for h in hits)
     tasks = sorted({h.task_id for h in hits})
     refs = []
     state_evidence: list[Evidence] = []
@@ -168,10 +226,12 @@ def _finding(tl, hits) -> Finding:
         per_partition.append({"task": h.task_id, "changelog": f"{h.topic}-{h.partition}",
                               "checkpoint_offset": h.read_offset, "replayed_records": replayed,
                               "end_offset_at_restart": h.next_end_offset})
-    evidence = merge_evidence(evidence_lines(tl, refs, limit=16), state_evidence, limit=16)
+    evidence = merge_evidence(evidence_lines(None, refs), state_evidence)
     missing: list[str] = []
     if not confirmed:
-        missing = missing_steps(ID, MISSING_CAPTURE, MISSING_DEBUG)
+        gaps = ([] if version_known else [MISSING_VERSION]) + (
+            [] if all(h.write_ok or h.capture_ok for h in hits) else [MISSING_CAPTURE, MISSING_DEBUG])
+        missing = missing_steps(ID, *gaps)
     first = min((h.restored_at or h.crashed_end for h in hits), default=None)
     crash_at = hits[0].crashed_end
     interval = hits[0].commit_interval_ms
@@ -202,6 +262,6 @@ def _finding(tl, hits) -> Finding:
         detector=ID, severity="critical", confidence="confirmed" if confirmed else "likely",
         title=f"{host}: EOS restart trusted a restore-time checkpoint for {', '.join(tasks)} after a crash (KAFKA-20685)",
         explanation=explanation, hosts=[host], tasks=tasks, ts=first, evidence=evidence,
-        missing_evidence=missing, impact=impact,
-        known_bugs=known_bug_sentences(ID, [h.version for h in hits if h.version][:1]),
+        missing_evidence=missing, impact=impact, truncation=truncation,
+        known_bugs=known_bug_sentences(ID, [h.version or h.version_range for h in hits][:1]),
     )

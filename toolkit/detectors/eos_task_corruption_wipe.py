@@ -21,7 +21,8 @@ EOS_REASONS = ("task-corrupted", "eos-dirty-close", "eos-no-checkpoint", "restor
                "global-state-inconsistent")
 
 
-@detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"))
+@detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"),
+          role="consequence")
 def eos_task_corruption_wipe(tl) -> list[Finding]:
     """Wipes and corruption per host and run, judged against how the previous run ended."""
     wiped = tl.wipes.where(F.col("reason").isin(*EOS_REASONS)).select(

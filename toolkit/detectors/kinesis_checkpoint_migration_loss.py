@@ -4,24 +4,32 @@ NiFi 2.9.0 migrates a KCL-era checkpoint table ``<app>`` through ``<app>_migrati
 ``<app>``, re-create it with the new schema, copy the items from ``<app>_migration``, delete
 ``<app>_migration``. When the copy fails (DynamoDB's request routers still validate the first
 ``PutItem`` against the old key schema: ``ValidationException: Missing the key leaseKey in the
-item``), the next start sees ``<app>`` with the new schema plus a lingering ``<app>_migration``
+item``; any other error between the re-creation and the end of the copy leaves the same state),
+NiFi stops the processor quietly and retries ``@OnScheduled`` after the administrative yield (30 s
+by default); that retry sees ``<app>`` with the new schema plus a lingering ``<app>_migration``
 and deletes the latter without copying it. Every shard restarts from the Initial Stream Position:
 ``TRIM_HORIZON`` reprocesses the stream's retention, ``LATEST`` skips records (data loss).
 
 Decision, per checkpoint table (CloudTrail and/or NiFi INFO logs via ``migration_steps``): legacy
 table deleted -> re-created -> copy failure -> ``<app>_migration`` deleted with no successful copy
-in between. All four seen: ``confirmed``. A copy failure (CloudTrail ``ValidationException`` or the
-processor's ``Missing the key leaseKey`` ERROR) with only part of the rest: ``likely``. Only the
-ERROR line of nifi-app.log (default logging, no AWS evidence): ``possible`` with the evidence
-to collect. A migration whose copy succeeded never matches.
+in between. All four seen: ``confirmed``. A copy failure with only part of the rest: ``likely``. A
+copy failure is a failed ``PutItem`` into the re-created table (any CloudTrail error code), or a
+``Copying checkpoint items from [..] to [..]`` line with no ``Copied ..`` line before the processor's
+start failure (whatever its error text). Only ERROR lines of nifi-app.log (default logging, no AWS
+evidence): ``possible`` with the evidence to collect (``critical`` for the ``Missing the key
+leaseKey`` text, ``warning`` for other DynamoDB errors of a ConsumeKinesis start). A migration whose
+copy succeeded never matches.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
+    bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
@@ -36,6 +44,11 @@ ID = "kinesis-checkpoint-migration-loss"
 LEASE_KEY_ERROR = "Missing the key leaseKey"
 #: Log clock vs CloudTrail clock: an ERROR line and its failed PutItem are this close.
 MATCH_WINDOW_S = 10
+#: NiFi's default administrative yield: the automatic @OnScheduled retry after a failed start.
+ADMINISTRATIVE_YIELD_S = 30
+#: A start failure this soon after a "Copying checkpoint items" line with no "Copied" line is the copy failing.
+COPY_TO_FAILURE_S = 120
+FAILED_WRITES = ("CLOUDTRAIL_PUT_ITEM", "CLOUDTRAIL_BATCH_WRITE_ITEM")
 
 DELETED = ("CHECKPOINT_TABLE_DELETED", "CHECKPOINT_TABLE_DELETE_CONFIRMED")
 CREATED = ("CHECKPOINT_TABLE_CREATED", "CHECKPOINT_TABLE_CREATE_REQUESTED", "CHECKPOINT_TABLE_ACTIVE")
@@ -44,14 +57,34 @@ MIGRATION_GONE = ("MIGRATION_TABLE_DELETED", "LINGERING_MIGRATION_DELETED")
 COPIED = ("MIGRATION_COPY_COMPLETED", "LINGERING_MIGRATION_RECOPY")
 
 
+def _copy_failures(steps, base):
+    """Copy failures into the re-created table: classified CloudTrail failures, any failed item write into
+    it, and a logged copy start with no completion before the processor's start failure."""
+    cloudtrail = steps.where(base & (F.col("step").isin(*COPY_FAILED)
+                                     | (F.col("step").isin(*FAILED_WRITES) & F.col("error_code").isNotNull())))
+    started = steps.where(base & (F.col("step") == "MIGRATION_COPY_STARTED")).select(
+        "base_table", "host", F.col("ts").alias("copy_at"))
+    done = steps.where(base & F.col("step").isin(*COPIED)).select("base_table", F.col("ts").alias("done_at"))
+    start_failed = steps.where(F.col("step") == "PROCESSOR_START_FAILED").select(
+        "host", "ts", "source", "line_no", "origin", "detail")
+    logged = started.join(start_failed, "host").where(
+        (F.col("ts") >= F.col("copy_at")) & (F.col("ts") <= F.col("copy_at") + F.expr(f"INTERVAL {COPY_TO_FAILURE_S} SECONDS")))
+    logged = logged.join(done, "base_table", "left").groupBy(
+        "base_table", "host", "copy_at", "ts", "source", "line_no", "origin", "detail").agg(
+        F.max(F.when(F.col("done_at").between(F.col("copy_at"), F.col("ts")), 1).otherwise(0)).alias("_done")).where(
+        F.col("_done") == 0)
+    columns = ["base_table", "ts", "source", "line_no", "origin", "detail"]
+    return cloudtrail.select(*columns).unionByName(logged.select(*columns))
+
+
 @detector(id=ID, title="ConsumeKinesis checkpoints lost in a failed table migration (NIFI-16003)",
-          severity="critical", needs=("migration_steps", "nifi_processor_events", "events", "state"))
+          severity="critical", needs=("migration_steps", "events", "state", "process_runs"), role="root-cause")
 def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     """NIFI-16003: legacy table deleted, copy failed, migration table dropped without a re-copy."""
     steps = tl.migration_steps.where(F.col("base_table").isNotNull())
     base = F.col("table") == F.col("base_table")
     migration = F.col("table") == F.concat(F.col("base_table"), F.lit("_migration"))
-    failures = steps.where(base & F.col("step").isin(*COPY_FAILED)).groupBy("base_table").agg(
+    failures = _copy_failures(tl.migration_steps, base).groupBy("base_table").agg(
         F.min(F.struct("ts", "source", "line_no", "origin", "detail")).alias("f"))
     per_table = failures
     # Conditional aggregation keeps every failed table, whatever else is (not) in the evidence.
@@ -70,12 +103,15 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     per_table = per_table.join(copied, "base_table", "left").groupBy("base_table", "f", "deleted", "created", "gone").agg(
         F.max(F.when((F.col("copy_ts") > F.col("f.ts")) & (F.col("gone").isNull() | (F.col("copy_ts") <= F.col("gone.ts"))),
                      F.lit(1)).otherwise(F.lit(0))).alias("recopied"))
-    tables = [t for t in rows(per_table, 50, order=["base_table"]) if not t.recopied]
-    lease_key = (F.coalesce(F.col("message").contains(LEASE_KEY_ERROR), F.lit(False))
-                 | F.coalesce(F.col("stack").contains(LEASE_KEY_ERROR), F.lit(False)))
-    errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & lease_key).select(
-        "host", "component_id", "ts", "source", "line_no"), 50, order=["ts"])
-    findings = []
+    every_table = rows(per_table, 200, order=["base_table"])
+    tables = [t for t in every_table if not t.recopied]
+    text = F.concat_ws("\n", F.col("message"), F.coalesce(F.col("stack"), F.lit("")))
+    dynamo = text.contains("DynamoDb") | text.contains("dynamodb")
+    kinesis = F.coalesce(F.col("component_type"), F.lit("")).contains("ConsumeKinesis") | text.contains("ConsumeKinesis[")
+    errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & dynamo & kinesis).select(
+        "host", "component_id", "ts", "source", "line_no", text.contains(LEASE_KEY_ERROR).alias("lease_key")),
+        50, order=["ts"])
+    per_table_findings = []
     matched: set[tuple] = set()
     versions = run_versions(tl)
     for t in tables:
@@ -85,11 +121,119 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
         error = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds())) if near else None
         if error is not None:
             matched.add((error.source, error.line_no))
-        findings.append(_table_finding(tl, t, error, versions))
+        per_table_findings.append(_table_finding(tl, t, error, versions))
+    # A copy that failed and was then re-copied (2.10+) explains its start failure too: not an orphan.
+    for t in every_table:
+        if t.recopied:
+            near = [e for e in errors if (e.source, e.line_no) not in matched
+                    and abs((e.ts - t.f.ts).total_seconds()) <= MATCH_WINDOW_S]
+            if near:
+                best = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds()))
+                matched.add((best.source, best.line_no))
+    explained = {t.base_table for t in every_table}
+    for inferred, error in _inferred_failures(steps, base, migration, errors, matched, explained):
+        matched.add((error.source, error.line_no))
+        per_table_findings.append(_table_finding(tl, inferred, error, versions))
+    findings = _per_host(per_table_findings)
     orphans = [e for e in errors if (e.source, e.line_no) not in matched]
-    if orphans:
+    # On 2.11+ both the lingering-migration deletion (NIFI-16003) and the rename-lock variant (NIFI-16066) are
+    # fixed: a failed start is retried and re-copies, so an unexplained ERROR line alone is no loss.
+    fixed_everywhere = bool(versions) and all(
+        bug_status("NIFI-16003", v) == "fixed" and bug_status("NIFI-16066", v) == "fixed" for v in versions)
+    if orphans and not fixed_everywhere:
         findings.append(_log_only_finding(tl, orphans, versions))
     return findings
+
+
+def _inferred_failures(steps, base, migration, errors, matched: set, explained: set):
+    """Copy failures that left no record of their own (management-only CloudTrail, default logging).
+
+    ``<app>`` re-created, a ConsumeKinesis start failure with a DynamoDB error after it, and
+    ``<app>_migration`` deleted one administrative yield after that failure (the automatic retry),
+    with no successful copy in between. Each failure line explains one table: the one whose
+    deletion came closest to one yield after it.
+    """
+    created = rows(steps.where(base & F.col("step").isin(*CREATED)).select(
+        "base_table", "ts", "source", "line_no"), 500, order=["ts"])
+    gone = rows(steps.where(migration & F.col("step").isin(*MIGRATION_GONE)).select(
+        "base_table", "ts", "source", "line_no"), 500, order=["ts"])
+    copied = rows(steps.where(base & (F.col("step").isin(*COPIED) | ((F.col("step") == "CLOUDTRAIL_PUT_ITEM")
+                                                                    & F.col("error_code").isNull()))).select(
+        "base_table", "ts"), 2000)
+    deleted = rows(steps.where(base & F.col("step").isin(*DELETED)).select("base_table", "ts", "source", "line_no"), 500)
+    candidates = []
+    for c in created:
+        if c.base_table in explained:
+            continue
+        drop = next((g for g in gone if g.base_table == c.base_table and g.ts >= c.ts), None)
+        if drop is None or (drop.ts - c.ts).total_seconds() < ADMINISTRATIVE_YIELD_S / 2:
+            continue  # deleted right after the copy: a successful migration
+        if any(x.base_table == c.base_table and c.ts <= x.ts <= drop.ts for x in copied):
+            continue
+        for e in errors:
+            if (e.source, e.line_no) in matched or not (c.ts <= e.ts <= drop.ts):
+                continue
+            off = abs((drop.ts - e.ts).total_seconds() - ADMINISTRATIVE_YIELD_S)
+            if off <= MATCH_WINDOW_S:
+                candidates.append((off, c, drop, e))
+    used_tables, used_errors, out = set(), set(), []
+    for off, c, drop, e in sorted(candidates, key=lambda x: x[0]):
+        if c.base_table in used_tables or (e.source, e.line_no) in used_errors:
+            continue
+        used_tables.add(c.base_table)
+        used_errors.add((e.source, e.line_no))
+        legacy = max((d for d in deleted if d.base_table == c.base_table and d.ts <= c.ts), key=lambda d: d.ts,
+                     default=None)
+        inferred = _InferredTable(
+            base_table=c.base_table,
+            f=_Step(e.ts, e.source, e.line_no, "log", "start failure between the re-creation and the deletion of "
+                                                      f"{c.base_table}_migration one administrative yield later"),
+            deleted=_Step(legacy.ts, legacy.source, legacy.line_no) if legacy else None,
+            created=_Step(c.ts, c.source, c.line_no), gone=_Step(drop.ts, drop.source, drop.line_no), recopied=0)
+        out.append((inferred, e))
+    return out
+
+
+class _Step:
+    """A migration step as the table findings read it (``ts``, ``source``, ``line_no``, ``origin``, ``detail``)."""
+
+    def __init__(self, ts, source, line_no, origin=None, detail=None):
+        self.ts, self.source, self.line_no, self.origin, self.detail = ts, source, line_no, origin, detail
+
+
+class _InferredTable:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def _per_host(findings: list[Finding]) -> list[Finding]:
+    """One finding per host (the node whose processor failed) listing its tables."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(tuple(f.hosts), []).append(f)
+    merged = []
+    for hosts, group in groups.items():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        tables = sorted({t for f in group for t in f.tasks})
+        worst = min(group, key=lambda f: ("confirmed", "likely", "possible").index(f.confidence))
+        weakest = max(group, key=lambda f: ("confirmed", "likely", "possible").index(f.confidence))
+        merged.append(Finding(
+            detector=ID, severity="critical", confidence=weakest.confidence,
+            title=f"Kinesis checkpoints of {', '.join(tables)} lost in failed migrations (NIFI-16003)"
+                  + (f" on {', '.join(hosts)}" if hosts else ""),
+            explanation=" ".join(f.explanation for f in group),
+            hosts=list(hosts), tasks=tables, ts=min((f.ts for f in group if f.ts), default=None),
+            evidence=merge_evidence(*(f.evidence for f in group)),
+            missing_evidence=list(dict.fromkeys(m for f in group for m in f.missing_evidence)),
+            impact=Impact(summary=" ".join(f.impact.summary for f in group if f.impact),
+                          figures={"tables": {f.tasks[0]: f.impact.figures for f in group if f.impact and f.tasks},
+                                   "shards": sum((f.impact.figures.get("shards") or 0) for f in group if f.impact)},
+                          method=worst.impact.method if worst.impact else ""),
+            known_bugs=worst.known_bugs,
+        ))
+    return merged
 
 
 def _shard_facts(tl, table: str):
@@ -144,10 +288,13 @@ def _table_finding(tl, t, error, versions) -> Finding:
     explanation = (
         f"The checkpoint table {table}{component} was migrated from the KCL schema: the legacy table was deleted"
         f"{' at ' + fmt_ts(t.deleted.ts) if t.deleted else ''}, re-created{' at ' + fmt_ts(t.created.ts) if t.created else ''}, "
-        f"and the copy of the checkpoints from {table}_migration failed at {fmt_ts(t.f.ts)} "
-        f"(DynamoDB still validated the item against the old key schema: '{LEASE_KEY_ERROR} in the item'). "
-        + (f"On the retry the processor deleted {table}_migration at {fmt_ts(t.gone.ts)} without copying it: "
-           if t.gone else f"No deletion of {table}_migration is in the evidence yet; on 2.9.0 the next start deletes it "
+        f"and the copy of the checkpoints from {table}_migration failed at {fmt_ts(t.f.ts)}"
+        + (f" ({t.f.detail})" if t.f.detail else "") + ". "
+        + (f"On the automatic retry after the administrative yield the processor deleted {table}_migration at "
+           f"{fmt_ts(t.gone.ts)} without copying it: "
+           if t.gone else f"No deletion of {table}_migration is in the evidence yet; on 2.9.0 the automatic "
+                          f"@OnScheduled retry after the administrative yield ({ADMINISTRATIVE_YIELD_S} s by default, "
+                          f"so from about {fmt_ts(t.f.ts + timedelta(seconds=ADMINISTRATIVE_YIELD_S))}) deletes it "
                           f"without copying: ")
         + "no copy of the shard checkpoints exists anymore and every shard restarted from the Initial Stream "
           "Position. This is NIFI-16003.")
@@ -166,15 +313,19 @@ def _table_finding(tl, t, error, versions) -> Finding:
 
 def _log_only_finding(tl, errors, versions) -> Finding:
     components = sorted({e.component_id for e in errors if e.component_id})
+    lease_key = any(e.lease_key for e in errors)
+    what = f"DynamoDB '{LEASE_KEY_ERROR} in the item' (HTTP 400)" if lease_key else "a DynamoDB error"
     return Finding(
-        detector=ID, severity="critical", confidence="possible",
-        title=f"ConsumeKinesis start failed with '{LEASE_KEY_ERROR}' ({len(errors)} processor(s)): checkpoints may be lost (NIFI-16003)",
+        detector=ID, severity="critical" if lease_key else "warning", confidence="possible",
+        title=(f"ConsumeKinesis start failed with {'the ' + repr(LEASE_KEY_ERROR) + ' error' if lease_key else 'a DynamoDB error'} "
+               f"({len(errors)} processor(s)): checkpoints may be lost (NIFI-16003)"),
         explanation=(
             f"{len(errors)} ConsumeKinesis processor(s) ({', '.join(components) or 'ids unknown'}) failed to start "
-            f"with DynamoDB '{LEASE_KEY_ERROR} in the item' (HTTP 400). On NiFi 2.9.0 this is the copy step of the "
-            f"checkpoint-table migration failing after the legacy table was already deleted; the automatic retry "
-            f"then deletes <table>_migration without copying it (NIFI-16003). With NiFi's default logging the "
-            f"deletion leaves no line in nifi-app.log: CloudTrail and a scan of the tables decide."),
+            f"with {what}. On NiFi 2.9.0 a failure of the copy step of the checkpoint-table migration, after the "
+            f"legacy table was already deleted, looks like this; NiFi then retries @OnScheduled after the "
+            f"administrative yield ({ADMINISTRATIVE_YIELD_S} s by default) and that retry deletes <table>_migration "
+            f"without copying it (NIFI-16003). With NiFi's default logging neither the copy nor the deletion leaves "
+            f"a line in nifi-app.log: CloudTrail and a scan of the tables decide."),
         hosts=sorted({e.host for e in errors if e.host}), tasks=components, ts=errors[0].ts,
         evidence=evidence_lines(tl, [(e.source, e.line_no) for e in errors]),
         missing_evidence=missing_steps(ID),

@@ -26,7 +26,7 @@ FAILURE_KINDS = ("checkpoint_failed", "journal_poisoned")
 
 
 @detector(id=ID, title="NiFi FlowFile repository checkpoints stopped before a crash", severity="warning",
-          needs=("nifi_checkpoints", "process_runs"))
+          needs=("nifi_checkpoints", "process_runs", "events"))
 def nifi_checkpoints_stopped(tl) -> list[Finding]:
     """One finding per crashed NiFi run whose checkpoints stopped well before its end."""
     cp = tl.nifi_checkpoints.where((F.col("origin") == "log") & (F.col("repository") == "flowfile"))

@@ -27,7 +27,7 @@ MIN_RECORDS_FOR_SHARE = 100
 
 
 @detector(id=ID, title="NiFi FlowFile repository not restored (or restored partly) after an unclean stop",
-          severity="critical", needs=("nifi_checkpoints", "process_runs"))
+          severity="critical", needs=("nifi_checkpoints", "process_runs", "events"))
 def nifi_flowfile_repo_not_restored(tl) -> list[Finding]:
     """One finding per NiFi run whose FlowFile repository recovery lost FlowFiles, plus damaged captures."""
     cp = tl.nifi_checkpoints.where(F.col("repository").isin("flowfile", "unknown"))

@@ -4,7 +4,8 @@ Every generation revokes and re-assigns tasks; under EOS each can close tasks di
 restarts restorations and lock hand-offs (KAFKA-12679 livelocks need back-to-back rebalances).
 Decision: within any window of ``WINDOW_MINUTES``, at least ``STORM_GENERATIONS`` distinct
 generations of one group (from ``generations``, all hosts merged). A rolling restart of a few
-pods stays below the threshold.
+pods stays below the threshold. A storm that cost nothing (no partitions lost, no thread fenced, no
+task corrupted or wiped during it) is ``info``; one that did is ``warning``.
 """
 
 from __future__ import annotations
@@ -13,14 +14,19 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
-from toolkit.detectors.common import evidence_at, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+from toolkit.detectors.common import evidence_at, log_refs, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
 
 ID = "rebalance-storm"
 WINDOW_MINUTES = 10
 STORM_GENERATIONS = 6
 
 
-@detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations",))
+#: Events that show a rebalance cost more than a pause.
+COSTLY = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CORRUPTED", "TASK_CLOSED_DIRTY")
+
+
+@detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations", "process_runs", "events", "wipes"),
+          role="trigger")
 def rebalance_storm(tl) -> list[Finding]:
     """Many generations of one consumer group within a few minutes."""
     gens = tl.generations.where(F.col("generation").isNotNull() & F.col("joined").isNotNull()).groupBy(
@@ -38,15 +44,23 @@ def rebalance_storm(tl) -> list[Finding]:
         members = tl.generations.where((F.col("group_id") == g.group_id)
                                        & F.col("generation").between(g.w.generation, end_gen))
         hosts = sorted({r.host for r in rows(members.select("host").distinct(), 50) if r.host})
+        until = F.lit(start).cast("timestamp") + F.expr(f"INTERVAL {WINDOW_MINUTES} MINUTES")
+        in_storm = F.col("ts").between(F.lit(start).cast("timestamp"), until)
+        costs = rows(tl.events.where(F.col("event").isin(*COSTLY) & in_storm).select("event", "source", "line_no")
+                     .unionByName(tl.wipes.where(in_storm).select(F.col("reason").alias("event"), "source", "line_no")),
+                     6, order=["source", "line_no"])
         findings.append(Finding(
-            detector=ID, severity="warning", confidence="confirmed",
+            detector=ID, severity="warning" if costs else "info", confidence="confirmed",
             title=f"Rebalance storm in group {g.group_id}: {g.w.in_window} generations within {WINDOW_MINUTES} min",
             explanation=(f"Group {g.group_id} went through generations {g.w.generation}..{end_gen} "
                          f"({g.w.in_window} rebalances) within {WINDOW_MINUTES} minutes from {fmt_ts(start)}. Each "
                          f"rebalance revokes and reassigns tasks: lock hand-offs, restorations and, under EOS, "
                          f"dirty closes multiply. Look for the member that keeps rejoining (poll timeouts, "
-                         f"crash loops, static membership misconfiguration)."),
-            hosts=hosts, ts=start, evidence=evidence_at(tl, members.orderBy("joined").limit(12)),
+                         f"crash loops, static membership misconfiguration)."
+                         + (f" During it: {', '.join(sorted({c.event for c in costs}))}." if costs else
+                            " Nothing was lost or wiped during it: a pause, not damage.")),
+            hosts=hosts, ts=start,
+            evidence=evidence_at(tl, members.orderBy("joined").limit(12)) + log_refs((c.source, c.line_no) for c in costs),
             missing_evidence=missing_steps(ID) if len(hosts) < 2 else [],
             impact=Impact(summary=f"{g.w.in_window} rebalances in {WINDOW_MINUTES} minutes; processing paused during each",
                           figures={"generations": g.w.in_window, "first_generation": g.w.generation,

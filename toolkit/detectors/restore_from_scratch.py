@@ -2,8 +2,11 @@
 
 A task restored from the changelog start (no checkpoint, an EOS wipe, a cleaned directory) is
 unavailable until it has replayed the whole changelog. Decision per host/changelog partition:
-``restorations.from_scratch``; ``warning`` when one took longer than ``SLOW_RESTORE_S`` or replayed
-more than ``BIG_RESTORE_RECORDS``, else ``info`` (one finding per host, listing the partitions).
+``restorations.from_scratch`` with no checkpoint offset to start from. A full restore is routine when
+a task moves to a host that never had its state, or after a clean restart: ``info``. ``warning`` only
+when it follows an unclean end of the host's previous run (a crash or error: the exactly-once wipe)
+and took longer than ``SLOW_RESTORE_S`` or replayed more than ``BIG_RESTORE_RECORDS`` (one finding
+per host, listing the partitions).
 """
 
 from __future__ import annotations
@@ -11,29 +14,38 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
-from toolkit.detectors.common import evidence_lines, fmt_int, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+from toolkit.detectors.common import bounded, evidence_lines, fmt_int, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
 
 ID = "restore-from-scratch"
 SLOW_RESTORE_S = 300
 BIG_RESTORE_RECORDS = 1_000_000
 
 
-@detector(id=ID, title="Restoration from scratch", severity="warning", needs=("restorations",))
+@detector(id=ID, title="Restoration from scratch", severity="warning", needs=("restorations", "process_runs"),
+          role="consequence")
 def restore_from_scratch(tl) -> list[Finding]:
     """Full restorations per host: how many, how long, how many records."""
-    scratch = tl.restorations.where(F.col("from_scratch")).withColumn(
-        "duration_s", F.when(F.col("end").isNotNull(), (F.unix_millis("end") - F.unix_millis("start")) / 1000.0))
-    found = rows(scratch.select("host", "task_id", "topic", "partition", "start", "end", "duration_s", "records",
-                                "end_offset", "completed", "start_source", "start_line_no", "source", "line_no"),
-                 60, order=["host", "start"])
+    runs = tl.process_runs.select("host", "run_id", "run_no")
+    previous = tl.process_runs.select("host", (F.col("run_no") + 1).alias("run_no"),
+                                      F.col("end_kind").alias("previous_end"))
+    scratch = (tl.restorations.where(F.col("from_scratch") & (F.coalesce(F.col("start_offset"), F.lit(0)) <= 0))
+               .join(runs, ["host", "run_id"], "left").join(previous, ["host", "run_no"], "left")
+               .withColumn("duration_s", F.when(F.col("end").isNotNull(),
+                                                (F.unix_millis("end") - F.unix_millis("start")) / 1000.0)))
+    got = bounded(scratch.select("host", "task_id", "topic", "partition", "start", "end", "duration_s", "records",
+                                 "end_offset", "completed", "start_source", "start_line_no", "source", "line_no",
+                                 "previous_end"), 200, order=["host", "start"])
+    found = got.rows
     findings = []
     for host in sorted({r.host for r in found}):
         mine = [r for r in found if r.host == host]
         records = sum((r.records or r.end_offset or 0) for r in mine)
         counted = sum(r.records or 0 for r in mine)
         longest = max((r.duration_s or 0 for r in mine), default=0)
-        # Only measured cost raises the severity: an end offset is an upper bound, not a replay.
-        costly = longest > SLOW_RESTORE_S or counted > BIG_RESTORE_RECORDS
+        # Only measured cost after an unclean end raises the severity: an end offset is an upper bound, not
+        # a replay, and a full restore after a clean restart or a move to a new host is routine.
+        unclean = any(r.previous_end in ("crash", "error") for r in mine)
+        costly = unclean and (longest > SLOW_RESTORE_S or counted > BIG_RESTORE_RECORDS)
         refs = [(r.start_source, r.start_line_no) for r in mine[:4]] + [(r.source, r.line_no) for r in mine[:4]]
         findings.append(Finding(
             detector=ID, severity="warning" if costly else "info",
@@ -49,6 +61,6 @@ def restore_from_scratch(tl) -> list[Finding]:
             impact=Impact(summary=f"{fmt_int(records)} changelog records replayed; longest restoration {longest:.1f} s",
                           figures={"restorations": len(mine), "records": records, "longest_s": round(longest, 3)},
                           method="records from 'Finished restoring' lines, else the changelog end offset"),
-            known_bugs=known_bug_sentences(ID, run_versions(tl, [host])[:1]),
+            known_bugs=known_bug_sentences(ID, run_versions(tl, [host])[:1]), truncation=got.record("restorations"),
         ))
     return findings

@@ -1,16 +1,23 @@
 """KAFKA-7672: a task returns to a thread that restored it before and goes RUNNING unrestored.
 
-In 1.1-2.1 each StreamThread's changelog reader keeps the set of partitions it has restored
-(``completedRestorers``) for its whole life. When a task comes back to that thread without a
-checkpoint (under EOS the state is wiped and reset to the changelog start), the reader believes
-the partition is already restored and the thread goes straight to RUNNING with an empty store.
+In 2.0.1-2.1.x each StreamThread's changelog reader keeps the set of partitions it has restored
+(``completedRestorers``) for its whole life. When a task comes back to that thread, the reader
+believes the partition is already restored and the thread goes straight to RUNNING: with no
+checkpoint (under EOS the state is wiped and reset to the changelog start; under at-least-once the
+INFO "from beginning" line is still printed) the store is empty; with a checkpoint only the tail
+from the checkpoint to the end offset is skipped.
 
-Decision, per host, thread and changelog partition: ``CHECKPOINT_MISSING`` (no checkpoint / reset
-to the beginning) for a task on thread T; T restored the same changelog partition earlier; T's
-next transition to RUNNING follows with no restoration line for that partition in between
-(no per-partition ``RESTORE_START`` with offsets, no ``RESTORE_PROGRESS``/``RESTORE_END``, no
-state-updater hand-over). ``confirmed`` when the restore lines are visible elsewhere in that log
-(their logger is on, so their absence means something), else ``likely``.
+Decision, per host, thread and changelog partition (one finding per host listing its tasks):
+
+1. the run's version is 2.0.1-2.1.x (2.2.0 has the fix; before 2.0.1 the reset path differs);
+2. a restore (re)start of the partition on thread T: ``No checkpoint found ... with EOS turned on``,
+   ``Restoring task ...'s state store ... from beginning of the changelog`` (at-least-once), or the
+   DEBUG ``Restoring partition ... from offset X to endOffset Y`` with X < Y (a checkpoint exists);
+3. T handled a restore of the same partition earlier in the same run;
+4. T's next transition to RUNNING follows with no line that shows records being restored in between
+   (progress or completion lines, or a state-updater hand-over).
+
+``confirmed`` when the run's version is known to be affected, ``likely`` when it is unknown.
 """
 
 from __future__ import annotations
@@ -19,97 +26,141 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
+    bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
     known_bug_sentences,
     missing_steps,
     rows,
-    run_versions,
 )
 
 ID = "restore-skipped-after-reassignment"
+BUG = "KAFKA-7672"
+RESTORE_DEBUG = ("DEBUG org.apache.kafka.streams.processor.internals.StoreChangelogReader ('Restoring partition ... "
+                 "from offset ... to endOffset ...') and the application's own restore listener, to show how many "
+                 "records were restored (see playbooks/collecting-evidence.md)")
+MISSING_VERSION = ("the Kafka Streams version (the 'Kafka version : ...' banner at start-up): KAFKA-7672 needs 2.0.1-2.1.x")
 
 
-def _real_restores(events):
-    """Lines that prove a partition was actually being restored (not just 'Start restoring ... topics')."""
-    per_partition_start = (F.col("event") == "RESTORE_START") & (F.col("offset").isNotNull() | F.col("end_offset").isNotNull()
-                                                                  | F.col("message").rlike("from (the )?beginning"))
-    progress = F.col("event").isin("RESTORE_PROGRESS", "RESTORE_END")
-    return events.where((per_partition_start | progress) & F.col("topic").isNotNull() & F.col("partition").isNotNull())
+def _restart_lines(events):
+    """Lines where a thread (re)starts restoring a changelog partition, with what they imply."""
+    no_checkpoint = (F.col("event") == "CHECKPOINT_MISSING") & F.col("message").contains("No checkpoint found for task")
+    from_beginning = (F.col("event") == "RESTORE_START") & F.col("message").contains("from beginning of the changelog")
+    tail = ((F.col("event") == "RESTORE_START") & F.col("message").contains("Restoring partition ")
+            & F.col("offset").isNotNull() & F.col("end_offset").isNotNull())
+    kind = (F.when(no_checkpoint, F.lit("no-checkpoint")).when(from_beginning, F.lit("from-beginning"))
+            .when(tail, F.lit("tail")))
+    return events.where(kind.isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+                        & F.col("stream_thread").isNotNull()).select(
+        "host", "run_id", "stream_thread", "task_id", "topic", "partition", kind.alias("kind"), "offset", "end_offset",
+        "ts", "source", "line_no")
+
+
+def _restoring_proof(events):
+    """Lines that show records really being restored (not just a restore being started)."""
+    return events.where(F.col("event").isin("RESTORE_PROGRESS", "RESTORE_END") & F.col("topic").isNotNull()).select(
+        "host", "run_id", "topic", "partition", F.col("ts").alias("proof_at"))
 
 
 @detector(id=ID, title="Task went RUNNING without restoring its changelog (KAFKA-7672)", severity="critical",
-          needs=("events", "thread_states"))
+          needs=("events", "process_runs"), role="root-cause")
 def restore_skipped_after_reassignment(tl) -> list[Finding]:
-    """KAFKA-7672: no checkpoint, state reset, and the thread reaches RUNNING without restoring."""
+    """KAFKA-7672: a thread restarts the restore of a partition it restored before and goes RUNNING at once."""
+    runs = {r.run_id: r for r in rows(tl.process_runs.select("run_id", "version", "version_range"), 500)}
     ev = tl.events.where(F.col("product").isNull() | (F.col("product") != "nifi"))
-    missing = ev.where((F.col("event") == "CHECKPOINT_MISSING") & F.col("task_id").isNotNull()
-                       & F.col("topic").isNotNull() & F.col("stream_thread").isNotNull()).select(
-        "host", "run_id", "stream_thread", "task_id", "topic", "partition",
-        F.col("ts").alias("missing_at"), F.col("source").alias("missing_source"), F.col("line_no").alias("missing_line"))
-    restores = _real_restores(ev).select(
-        "host", "run_id", "stream_thread", "topic", "partition", F.col("ts").alias("restore_at"),
-        F.col("end_offset").alias("restore_end_offset"), F.col("source").alias("restore_source"),
-        F.col("line_no").alias("restore_line"))
-    # 1. The same thread restored this changelog partition before.
-    before = missing.join(restores, ["host", "run_id", "stream_thread", "topic", "partition"]).where(
-        F.col("restore_at") < F.col("missing_at")).groupBy(
-        "host", "run_id", "stream_thread", "task_id", "topic", "partition", "missing_at", "missing_source",
-        "missing_line").agg(F.max(F.struct("restore_at", "restore_source", "restore_line", "restore_end_offset")).alias("prev"))
-    # 2. The thread's next RUNNING after the missing checkpoint.
+    starts = _restart_lines(ev)
+    # The DEBUG per-partition lines name no task: the task of a changelog partition comes from the host's
+    # other lines about that partition (a changelog partition belongs to one task).
+    owner = ev.where(F.col("task_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()).groupBy(
+        "host", "topic", "partition").agg(F.first("task_id").alias("_owner"))
+    starts = starts.join(owner, ["host", "topic", "partition"], "left").withColumn(
+        "task_id", F.coalesce("task_id", "_owner")).drop("_owner")
+    trig = starts.where((F.col("kind") != "tail") | (F.col("offset") < F.col("end_offset"))).select(
+        "host", "run_id", "stream_thread", "task_id", "topic", "partition", "kind", "offset", "end_offset",
+        F.col("ts").alias("restart_at"), F.col("source").alias("restart_source"), F.col("line_no").alias("restart_line"))
+    earlier = starts.select("host", "run_id", "stream_thread", "topic", "partition", F.col("ts").alias("prev_at"),
+                            F.col("end_offset").alias("prev_end_offset"), F.col("source").alias("prev_source"),
+                            F.col("line_no").alias("prev_line"))
+    keys = ["host", "run_id", "stream_thread", "topic", "partition"]
+    before = trig.join(earlier, keys).where(
+        (F.col("prev_at") < F.col("restart_at"))
+        & ~((F.col("prev_source") == F.col("restart_source")) & (F.col("prev_line") == F.col("restart_line"))))
+    # A restart of the same episode (the EOS reset logs the missing checkpoint, then the restore start) is not
+    # an earlier restore: the earlier one must come before a RUNNING of the thread.
     running = ev.where((F.col("event") == "THREAD_STATE") & (F.col("to_state") == "RUNNING")).select(
-        "host", "run_id", "stream_thread", F.col("ts").alias("running_at"),
-        F.col("source").alias("running_source"), F.col("line_no").alias("running_line"))
-    nxt = before.join(running, ["host", "run_id", "stream_thread"]).where(F.col("running_at") >= F.col("missing_at")).groupBy(
-        *before.columns).agg(F.min(F.struct("running_at", "running_source", "running_line")).alias("run"))
-    # 3. No restoration of that partition (by any thread of the host, or the state updater) in between.
-    later = restores.select("host", "run_id", "topic", "partition", "restore_at")
+        "host", "run_id", "stream_thread", F.col("ts").alias("running_at"), F.col("source").alias("running_source"),
+        F.col("line_no").alias("running_line"))
+    between = before.join(running.select("host", "run_id", "stream_thread", F.col("running_at").alias("r_at")),
+                          ["host", "run_id", "stream_thread"]).where(
+        (F.col("r_at") > F.col("prev_at")) & (F.col("r_at") < F.col("restart_at")))
+    trig_cols = trig.columns
+    prev = between.groupBy(*trig_cols).agg(
+        F.max(F.struct("prev_at", "prev_source", "prev_line", "prev_end_offset")).alias("prev"))
+    nxt = prev.join(running, ["host", "run_id", "stream_thread"]).where(F.col("running_at") >= F.col("restart_at")).groupBy(
+        *prev.columns).agg(F.min(F.struct("running_at", "running_source", "running_line")).alias("run"))
+    proof = _restoring_proof(ev)
     queued = ev.where(F.col("event") == "RESTORE_QUEUED").select("host", "run_id", "task_id", F.col("ts").alias("queued_at"))
-    gap = nxt.join(later, ["host", "run_id", "topic", "partition"], "left").groupBy(*nxt.columns).agg(
-        F.max(F.when((F.col("restore_at") >= F.col("missing_at")) & (F.col("restore_at") <= F.col("run.running_at")),
-                     F.lit(1)).otherwise(F.lit(0))).alias("restored_between"))
-    gap = gap.join(queued, ["host", "run_id", "task_id"], "left").groupBy(*nxt.columns, "restored_between").agg(
-        F.max(F.when((F.col("queued_at") >= F.col("missing_at")) & (F.col("queued_at") <= F.col("run.running_at")),
-                     F.lit(1)).otherwise(F.lit(0))).alias("queued_between"))
-    skipped = gap.where((F.col("restored_between") == 0) & (F.col("queued_between") == 0))
-    hits = rows(skipped, 20, order=["host", "missing_at"])
-    if not hits:
-        return []
-    debug_visible = {r.host for r in rows(restores.where(F.col("restore_end_offset").isNotNull()).select("host").distinct(), 50)}
-    findings = []
+    gap = nxt.join(proof, ["host", "run_id", "topic", "partition"], "left").groupBy(*nxt.columns).agg(
+        F.max(F.when(F.col("proof_at").between(F.col("restart_at"), F.col("run.running_at")), 1).otherwise(0)).alias("restored"))
+    gap = gap.join(queued, ["host", "run_id", "task_id"], "left").groupBy(*nxt.columns, "restored").agg(
+        F.max(F.when(F.col("queued_at").between(F.col("restart_at"), F.col("run.running_at")), 1).otherwise(0)).alias("queued"))
+    hits = rows(gap.where((F.col("restored") == 0) & (F.col("queued") == 0)), 100, order=["host", "restart_at"])
+    kept = []
     for h in hits:
-        confirmed = h.host in debug_visible
-        changelog = f"{h.topic}-{h.partition}"
-        refs = [(h.prev.restore_source, h.prev.restore_line), (h.missing_source, h.missing_line),
-                (h.run.running_source, h.run.running_line)]
-        reset = ev.where((F.col("event") == "OFFSET_RESET") & (F.col("host") == h.host) & (F.col("topic") == h.topic)
-                         & (F.col("partition") == h.partition) & F.col("ts").between(h.missing_at, h.run.running_at))
-        refs += [(r.source, r.line_no) for r in rows(reset.select("source", "line_no"), 2)]
-        end = h.prev.restore_end_offset
-        findings.append(Finding(
-            detector=ID, severity="critical", confidence="confirmed" if confirmed else "likely",
-            title=f"{h.host}: task {h.task_id} went RUNNING on {h.stream_thread.rsplit('-', 1)[-1] if '-' in h.stream_thread else h.stream_thread} "
-                  f"without restoring {changelog} (KAFKA-7672)",
-            explanation=(
-                f"On {h.host}, {h.stream_thread} found no checkpoint for task {h.task_id} at {fmt_ts(h.missing_at)} "
-                f"(state reset to the beginning of {changelog}) and reached RUNNING at {fmt_ts(h.run.running_at)} "
-                f"with no restoration of that changelog in between. The same thread had restored {changelog} "
-                f"before (at {fmt_ts(h.prev.restore_at)}), so its changelog reader still counted the partition as "
-                f"restored: KAFKA-7672. The task runs on an empty store."),
-            hosts=[h.host], tasks=[h.task_id], ts=h.missing_at,
-            evidence=evidence_lines(tl, refs),
-            missing_evidence=[] if confirmed else missing_steps(
-                ID, "DEBUG StoreChangelogReader ('Restoring partition ... from offset ... to endOffset ...') to prove "
-                    "that no restoration ran (see playbooks/collecting-evidence.md)"),
-            impact=Impact(
-                summary=(f"the whole history of {changelog} is missing from task {h.task_id}'s store on {h.host}: "
-                         f"at least {fmt_int(end)} changelog offsets (the end offset when it was last restored); "
-                         f"lookups for older keys return nothing until they are written again."),
-                figures={"changelog": changelog, "offsets_missing_at_least": end},
-                method="lower bound = changelog end offset of the thread's previous restoration of that partition "
-                       "(the changelog only grew since).",
-            ),
-            known_bugs=known_bug_sentences(ID, run_versions(tl, [h.host])[:1]),
-        ))
+        run = runs.get(h.run_id)
+        status = bug_status(BUG, run.version, run.version_range) if run and (run.version or run.version_range) else None
+        if status is None or status == "affected":
+            kept.append((h, status == "affected", (run.version or run.version_range) if run else None))
+    findings = []
+    for host in sorted({h.host for h, _, _ in kept}):
+        findings.append(_finding(host, [k for k in kept if k[0].host == host]))
     return findings
+
+
+def _finding(host: str, hits) -> Finding:
+    confirmed = all(known for _, known, _ in hits)
+    tasks = sorted({h.task_id for h, _, _ in hits if h.task_id})
+    refs, parts, figures = [], [], []
+    for h, _, _ in hits:
+        changelog = f"{h.topic}-{h.partition}"
+        thread = h.stream_thread
+        refs += [(h.prev.prev_source, h.prev.prev_line), (h.restart_source, h.restart_line),
+                 (h.run.running_source, h.run.running_line)]
+        if h.kind == "tail":
+            skipped = (h.end_offset - h.offset) if h.end_offset is not None and h.offset is not None else None
+            what = (f"a checkpoint existed, so only the tail {h.offset}..{h.end_offset} "
+                    f"({fmt_int(skipped)} offsets) had to be restored, and it was skipped")
+            lost = skipped
+        else:
+            what = ("no checkpoint was found (" + ("exactly-once: state wiped and reset to the beginning"
+                                                   if h.kind == "no-checkpoint" else
+                                                   "at-least-once: restore from the beginning announced") + ")")
+            lost = h.prev.prev_end_offset
+        parts.append(f"task {h.task_id or '?'} on {thread} at {fmt_ts(h.restart_at)}: {what}; the thread reached RUNNING "
+                     f"at {fmt_ts(h.run.running_at)} with no restoration of {changelog} in between, although it had "
+                     f"restored {changelog} before (at {fmt_ts(h.prev.prev_at)})")
+        figures.append({"task": h.task_id, "thread": thread, "changelog": changelog, "kind": h.kind,
+                        "offsets_missing_at_least": lost})
+    head = figures[0]
+    versions = [v for _, _, v in hits if v]
+    return Finding(
+        detector=ID, severity="critical", confidence="confirmed" if confirmed else "likely",
+        title=f"{host}: task(s) {', '.join(tasks) or '?'} went RUNNING without restoring their changelog (KAFKA-7672)",
+        explanation=(f"On {host}: " + "; ".join(parts) + ". The thread's changelog reader still counted the "
+                     "partitions as restored (KAFKA-7672), so the tasks run on stores missing that history."),
+        hosts=[host], tasks=tasks, ts=min(h.restart_at for h, _, _ in hits),
+        evidence=evidence_lines(None, refs),
+        missing_evidence=[] if confirmed else missing_steps(ID, MISSING_VERSION, RESTORE_DEBUG),
+        impact=Impact(
+            summary="; ".join(f"{f['changelog']}: at least {fmt_int(f['offsets_missing_at_least'])} changelog offsets "
+                              f"missing from task {f['task']}'s store" for f in figures)
+                    + f" on {host}; lookups for older keys return nothing until they are written again.",
+            figures={"changelog": head["changelog"], "offsets_missing_at_least": head["offsets_missing_at_least"],
+                     "partitions": figures},
+            method=("no checkpoint: lower bound = changelog end offset of the thread's previous restoration of that "
+                    "partition (the changelog only grew since); checkpoint present: end offset - checkpoint offset of "
+                    "the skipped restore."),
+        ),
+        known_bugs=known_bug_sentences(ID, versions[:1]),
+    )

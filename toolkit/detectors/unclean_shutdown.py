@@ -17,39 +17,54 @@ from toolkit.detectors.common import evidence_lines, fmt_ts, known_bug_sentences
 ID = "unclean-shutdown"
 
 
-@detector(id=ID, title="Unclean shutdown (crash, kill or error)", severity="warning", needs=("process_runs",))
+@detector(id=ID, title="Unclean shutdown (crash, kill or error)", severity="warning", needs=("process_runs",),
+          role="trigger")
 def unclean_shutdown(tl) -> list[Finding]:
-    """One finding per run that ended in a crash or an error."""
+    """One finding per host whose runs ended in a crash or an error (listing those runs)."""
     ended = tl.process_runs.where(F.col("end_kind").isin("crash", "error"))
     found = rows(ended.select("host", "run_id", "run_no", "product", "start", "end", "end_kind", "end_evidence",
-                              "end_source", "end_line_no", "guarantee", "version"), 30, order=["end", "host"])
+                              "end_source", "end_line_no", "guarantee", "version", "version_range"), 200,
+                 order=["host", "end"])
+    if not found:
+        return []
+    wanted = sorted({f"{r.host}\t{r.run_no + 1}" for r in found})
+    following = {(r.host, r.run_no): r for r in rows(tl.process_runs.where(
+        F.concat_ws("\t", "host", F.col("run_no").cast("string")).isin(wanted)).select(
+        "host", "run_no", "start", "source", "line_no"), 400)}
     findings = []
-    for r in found:
-        nxt = rows(tl.process_runs.where((F.col("host") == r.host) & (F.col("run_no") == r.run_no + 1))
-                   .select("start", "source", "line_no"), 1)
-        refs = [(r.end_source, r.end_line_no)] + [(n.source, n.line_no) for n in nxt]
-        if r.end_kind == "crash" and r.end_source is None:
-            last = rows(tl.events.where((F.col("host") == r.host) & (F.col("run_id") == r.run_id))
-                        .select("source", "line_no", "ts"), 1, order=[F.col("ts").desc(), F.col("line_no").desc()])
-            refs += [(x.source, x.line_no) for x in last]
-        eos = (r.guarantee or "").lower().startswith("exactly_once")
-        gap = (nxt[0].start - r.end).total_seconds() if nxt and r.end else None
+    for host in sorted({r.host for r in found}):
+        mine = [r for r in found if r.host == host]
+        refs, parts, gaps = [], [], []
+        for r in mine:
+            nxt = following.get((host, r.run_no + 1))
+            refs += [(r.end_source, r.end_line_no)] + ([(nxt.source, nxt.line_no)] if nxt else [])
+            gap = (nxt.start - r.end).total_seconds() if nxt and r.end else None
+            gaps.append(gap)
+            parts.append(f"the run that started {fmt_ts(r.start)} ended at {fmt_ts(r.end)} "
+                         + ("with an error" if r.end_kind == "error" else "with no shutdown lines (killed, OOM or lost)")
+                         + (f"; the next run started {gap:.0f} s later" if gap is not None else ""))
+        first = mine[0]
+        eos = any((r.guarantee or "").lower().startswith("exactly_once") for r in mine)
         consequence = ("under exactly-once the restart must find no checkpoint and wipe the stores"
                        if eos else "under at-least-once the restart reprocesses input since the last commit"
-                       if r.product != "nifi" else "NiFi restarts its processors from their last committed state")
-        product = r.product or "process"
+                       if first.product != "nifi" else "NiFi restarts its processors from their last committed state")
+        product = first.product or "process"
+        errors = all(r.end_kind == "error" for r in mine)
+        downtime = [g for g in gaps if g is not None]
         findings.append(Finding(
-            detector=ID, severity="warning", confidence="confirmed" if r.end_kind == "error" or nxt else "likely",
-            title=f"{r.host}: {product} run {r.run_no} ended {'with an error' if r.end_kind == 'error' else 'without a clean shutdown'}",
-            explanation=(f"The run of {r.host} that started {fmt_ts(r.start)} ended at {fmt_ts(r.end)} "
-                         + ("with an error" if r.end_kind == "error" else "with no shutdown lines (killed, OOM or lost)")
-                         + (f"; the next run started {gap:.0f} s later" if gap is not None else "")
-                         + f": {consequence}."),
-            hosts=[r.host], ts=r.end, evidence=evidence_lines(tl, refs),
-            missing_evidence=missing_steps(ID) if r.product != "nifi" else [],
-            impact=Impact(summary=f"{product} down for {gap:.0f} s" if gap is not None else "downtime unknown",
-                          figures={"downtime_s": gap, "guarantee": r.guarantee},
-                          method="last line of the run to the first line of the next run on the same host"),
-            known_bugs=known_bug_sentences(ID, [r.version] if r.version else []) if eos else [],
+            detector=ID, severity="warning",
+            confidence="confirmed" if all(r.end_kind == "error" or following.get((host, r.run_no + 1)) for r in mine)
+            else "likely",
+            title=(f"{host}: {len(mine)} {product} run(s) ended "
+                   + ("with an error" if errors else "without a clean shutdown")),
+            explanation=f"On {host}: " + "; ".join(parts) + f": {consequence}.",
+            hosts=[host], ts=first.end, evidence=evidence_lines(None, refs),
+            missing_evidence=missing_steps(ID) if first.product != "nifi" else [],
+            impact=Impact(summary=(f"{product} down for {sum(downtime):.0f} s in total" if downtime
+                                   else "downtime unknown"),
+                          figures={"downtime_s": sum(downtime) if downtime else None, "runs": len(mine),
+                                   "guarantee": first.guarantee},
+                          method="last line of each run to the first line of the next run on the same host"),
+            known_bugs=(known_bug_sentences(ID, [first.version or first.version_range]) if eos else []),
         ))
     return findings

@@ -20,7 +20,7 @@ from toolkit.report.investigation import Investigation
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = PACKAGE_ROOT / "playbooks"
 
-_SEVERITY_COLOUR = {"critical": "#b00020", "warning": "#b35900", "info": "#35638a"}
+_SEVERITY_COLOUR = {"critical": "#b00020", "warning": "#b35900", "info": "#35638a", "error": "#6a1b9a"}
 
 
 def _playbook_file(finding) -> tuple[str, Path]:
@@ -71,7 +71,8 @@ def verdict_html(findings: Sequence, bundle_name: str) -> str:
                        "<h2 style='margin:0'>Verdict: no known incident pattern found</h2>"
                        "<p>No detector matched. Check the ingest problems below (unparsed or missing logs can hide "
                        "an incident) and the timeline charts.</p></div>")
-    top = findings[0]
+    # A failed detector (status "error") is listed, never the verdict.
+    top = next((f for f in findings if f.severity != "error"), findings[0])
     colour = _SEVERITY_COLOUR.get(top.severity, "#333")
     parts = [head,
              f"<div style='border-left:8px solid {colour};padding:0.6em 1em;background:#fdf3f3'>",

@@ -166,8 +166,10 @@ class Timeline:
         return written
 
 
-def build_timeline(events: DataFrame, state: StateFacts, config: DataFrame | None = None) -> Timeline:
-    """Derive every timeline table from classified events and state facts."""
+def build_timeline(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
+                   run_bounds: DataFrame | None = None) -> Timeline:
+    """Derive every timeline table from classified events and state facts (``run_bounds``: the first
+    and last line of each process run among all records, see :func:`toolkit.events.run_bounds`)."""
     from toolkit.timeline.build import build
 
-    return build(events, state, config)
+    return build(events, state, config, run_bounds)

@@ -67,25 +67,42 @@ def _run_config(config: DataFrame | None, key: str) -> DataFrame | None:
 # --------------------------------------------------------------------------- process runs
 
 CLEAN_STOP = ("CLIENT_STOPPED", "NIFI_SHUTDOWN_COMPLETE", "NIFI_PROCESS_EXITED")
-ERROR_STOP = ("CLIENT_ERROR", "UNCAUGHT_EXCEPTION", "APP_SHUTDOWN_REQUESTED", "NIFI_START_FAILED")
+ERROR_STOP = ("CLIENT_ERROR", "APP_SHUTDOWN_REQUESTED", "NIFI_START_FAILED")
+#: A thread died of an exception: the run ended in an error unless it still closed cleanly afterwards
+#: (REPLACE_THREAD, or the other threads kept going).
+THREAD_DIED = ("UNCAUGHT_EXCEPTION",)
+_ROTATION_INDEX = r"\.(\d+)(?:\.gz)?$"
 
 
-def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
+def _rotation(source: Column) -> tuple[Column, Column]:
+    """(file name without its rotation index, the index: 0 for the live file, n for ``app.log.n[.gz]``)."""
+    inner = F.regexp_replace(source, r"^.*!/", "")
+    digits = F.regexp_extract(inner, _ROTATION_INDEX, 1)
+    index = F.when(digits == "", F.lit(0)).otherwise(digits.cast("int"))
+    return F.regexp_replace(inner, _ROTATION_INDEX, ""), index
+
+
+def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame | None = None) -> DataFrame:
     """One row per process run and host, with how it ended.
 
-    ``clean``: the shutdown evidence of a close (``Streams client stopped completely``, client
-    ``NOT_RUNNING``, NiFi ``Application shutdown completed``); ``error``: the client went to
-    ERROR / an uncaught exception ended it; ``crash``: the log just stops and a new run follows on
-    the same host; ``unknown``: the bundle ends while the run was still going.
+    A run ends at the last line it wrote (``bounds``: every record of the run, classified or not; else
+    its last event). ``clean``: the close completed (``Streams client stopped completely`` into
+    NOT_RUNNING, client ``PENDING_SHUTDOWN -> NOT_RUNNING``, NiFi ``Application shutdown completed``);
+    ``error``: the client went to ERROR / PENDING_ERROR (also when it was closed afterwards), the
+    application was asked to shut down by the exception handler, or a thread died of an exception
+    with no clean close after it; ``crash``: the log just stops and a new run follows on the same
+    host; ``unknown``: the log is cut off, the bundle ends while the run was still going, or the
+    run's file ends and the next run starts in a later rotated file with a file missing in between.
+    Run 0 (lines before the first start marker: the start was not collected) is a run too.
     """
-    ev = events.where(F.col("run_no") > 0)
+    ev = events.where(F.col("run_no").isNotNull() & F.col("host").isNotNull())
     to_not_running = (F.col("event") == "CLIENT_STATE") & (F.col("to_state") == "NOT_RUNNING")
     to_error = (F.col("event") == "CLIENT_STATE") & F.col("to_state").isin("ERROR", "PENDING_ERROR")
-    clean = _is(CLEAN_STOP) | to_not_running
-    error = _is(ERROR_STOP) | to_error
-    ev = ev.withColumn("_end", F.when(clean, F.lit("clean")).when(error, F.lit("error")))
-    ev = ev.withColumn("_rank", F.when(clean, 2).when(error, 1).otherwise(0))
-    ev = ev.withColumn("_evidence", F.struct("_rank", "ts", "line_no", "source", _first_line().alias("text")))
+    stopped_in_error = _is("CLIENT_STOPPED") & F.coalesce(F.col("message").rlike(r"\bERROR\b"), F.lit(False))
+    clean = (_is(CLEAN_STOP) & ~stopped_in_error) | to_not_running
+    error = _is(ERROR_STOP) | to_error | stopped_in_error
+    died = _is(THREAD_DIED)
+    ev = ev.withColumn("_evidence", F.struct("ts", "line_no", "source", _first_line().alias("text")))
     runs = ev.groupBy("host", "run_id", "run_no").agg(
         # A Streams run also logs Kafka client lines; name the run after the richer product.
         F.max(F.struct(F.when(F.col("product") == "kafka-client", 0).otherwise(1), F.col("product"))).alias("_product"),
@@ -98,12 +115,28 @@ def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
         F.first(F.when(F.col("event").isin("NIFI_STARTING", "NIFI_STARTED") & F.col("version").isNotNull(),
                        F.struct("version", "source", "line_no", _first_line().alias("text"))),
                 ignorenulls=True).alias("_nifi_banner"),
-        F.min("ts").alias("start"),
-        F.max("ts").alias("end"),
-        F.max(F.when(F.col("_end").isNotNull(), F.col("_evidence"))).alias("_ev"),
+        F.min("ts").alias("_ev_start"),
+        F.max(F.struct("ts", "line_no", "source", _first_line().alias("text"))).alias("_ev_last"),
+        F.max(F.when(clean, F.col("_evidence"))).alias("_clean"),
+        F.max(F.when(error, F.col("_evidence"))).alias("_error"),
+        F.max(F.when(died, F.col("_evidence"))).alias("_died"),
         F.min(F.struct("ts", "line_no", "source")).alias("_first"),
-        F.first(F.when(F.col("event") == "PROCESSING_SUMMARY", F.lit(True)), ignorenulls=True).alias("_x"),
     )
+    if bounds is not None:
+        runs = runs.join(bounds.select("host", "run_no", "first_ts", "first_source", "last_ts", "last_source",
+                                       "last_line_no", "last_text", "last_of_file"), ["host", "run_no"], "left")
+    else:
+        runs = (runs.withColumn("first_ts", F.lit(None).cast("timestamp"))
+                .withColumn("first_source", F.col("_first.source"))
+                .withColumn("last_ts", F.lit(None).cast("timestamp")).withColumn("last_source", F.lit(None).cast("string"))
+                .withColumn("last_line_no", F.lit(None).cast("long")).withColumn("last_text", F.lit(None).cast("string"))
+                .withColumn("last_of_file", F.lit(None).cast("boolean")))
+    runs = runs.withColumn("start", F.least(F.col("_ev_start"), F.col("first_ts")))
+    runs = runs.withColumn("end", F.greatest(F.col("_ev_last.ts"), F.col("last_ts")))
+    last_is_bound = F.col("last_ts").isNotNull() & (F.col("last_ts") >= F.col("_ev_last.ts"))
+    runs = runs.withColumn("_last_source", F.when(last_is_bound, F.col("last_source")).otherwise(F.col("_ev_last.source")))
+    runs = runs.withColumn("_last_line", F.when(last_is_bound, F.col("last_line_no")).otherwise(F.col("_ev_last.line_no")))
+    runs = runs.withColumn("_last_text", F.when(last_is_bound, F.col("last_text")).otherwise(F.col("_ev_last.text")))
     runs = runs.withColumn("product", F.col("_product.product"))
     runs = runs.withColumn("_banner", F.coalesce("_banner", "_nifi_banner"))
     runs = runs.join(version_ranges(events), "run_id", "left")
@@ -113,13 +146,31 @@ def process_runs(events: DataFrame, config: DataFrame | None) -> DataFrame:
                F.concat(F.lit("banner '"), F.col("_banner.text"), F.lit("' at "), F.col("_banner.source"), F.lit(":"),
                         F.col("_banner.line_no").cast("string"))).otherwise(F.col("_range_evidence")))
     later = Window.partitionBy("host").orderBy("run_no")
+    runs = runs.withColumn("_next_source", F.lead("first_source").over(later))
     runs = runs.withColumn("_has_next", F.lead("run_no").over(later).isNotNull())
-    end_kind = (F.when(F.col("_ev._rank") == 2, F.lit("clean")).when(F.col("_ev._rank") == 1, F.lit("error"))
-                .when(F.col("_has_next"), F.lit("crash")).otherwise(F.lit("unknown")))
+    # The run's file ends and the next run begins in a later rotated file, with one missing in between:
+    # the end of this run was not collected.
+    this_file, this_index = _rotation(F.col("_last_source"))
+    next_file, next_index = _rotation(F.col("_next_source"))
+    gap_in_rotation = (F.coalesce(F.col("last_of_file"), F.lit(False)) & (this_file == next_file)
+                       & (this_index - next_index > 1))
+    clean_after_death = F.col("_clean").isNotNull() & (F.col("_died").isNull() | (F.col("_clean.ts") >= F.col("_died.ts")))
+    end_kind = (F.when(F.col("_error").isNotNull(), F.lit("error"))
+                .when(clean_after_death, F.lit("clean"))
+                .when(F.col("_died").isNotNull(), F.lit("error"))
+                .when(F.col("_has_next") & ~F.coalesce(gap_in_rotation, F.lit(False)), F.lit("crash"))
+                .otherwise(F.lit("unknown")))
+    end_struct = (F.when(F.col("_error").isNotNull(), F.col("_error"))
+                  .when(clean_after_death, F.col("_clean"))
+                  .when(F.col("_died").isNotNull(), F.col("_died")))
     runs = runs.select(
-        "*", end_kind.alias("end_kind"), F.col("_ev.text").alias("end_evidence"),
-        F.col("_ev.source").alias("end_source"), F.col("_ev.line_no").alias("end_line_no"),
+        "*", end_kind.alias("end_kind"), end_struct.alias("_end_ev"),
         F.col("_first.source").alias("source"), F.col("_first.line_no").alias("line_no"),
+    )
+    runs = runs.select(
+        "*", F.coalesce(F.col("_end_ev.text"), F.when(F.col("end_kind") == "crash", F.col("_last_text"))).alias("end_evidence"),
+        F.coalesce(F.col("_end_ev.source"), F.col("_last_source")).alias("end_source"),
+        F.coalesce(F.col("_end_ev.line_no"), F.col("_last_line")).alias("end_line_no"),
     )
     for key, col, cast in (
         ("processing.guarantee", "guarantee", "string"), ("commit.interval.ms", "commit_interval_ms", "bigint"),
@@ -175,25 +226,45 @@ def _key_text(key: Column) -> Column:
     return F.concat_ws(".", (key / 100).cast("int").cast("string"), (key % 100).cast("string"))
 
 
+#: Minor release lines of each product the catalogue covers (a run's version is one of these lines).
+KNOWN_LINES = {
+    "kafka": [(1, 1), *[(2, m) for m in range(9)], *[(3, m) for m in range(10)], *[(4, m) for m in range(4)]],
+    "nifi": [*[(1, m) for m in range(29)], *[(2, m) for m in range(12)]],
+}
+
+
 def version_ranges(events: DataFrame) -> DataFrame:
-    """Per run: the version range every template seen in it allows, and which templates bound it."""
-    versions = _template_versions(events.sparkSession)
-    ev = events.where(F.col("run_no") > 0).join(F.broadcast(versions), "template_id")
+    """Per run: the release lines most of the templates seen in it were printed by, and the evidence.
+
+    Each template records the versions that print it; every known minor line gets one vote per
+    distinct template of the run that covers it, and the range is the span of the lines with the
+    most votes (a template whose range is recorded too narrowly, or a line from another
+    application version, cannot make the range empty). The range reads ``4.1-4.1`` for one line,
+    ``2.0-2.1`` for two; never open-ended, never empty.
+    """
+    spark = events.sparkSession
+    versions = _template_versions(spark)
+    lines = spark.createDataFrame([(family, major * 100 + minor) for family, known in KNOWN_LINES.items()
+                                   for major, minor in known], "family string, line int")
+    ev = events.where(F.col("run_no").isNotNull()).select("run_id", "template_id").distinct().join(
+        F.broadcast(versions), "template_id")
     # The product's own templates decide (Kafka client lines share the Kafka version).
-    ranges = ev.groupBy("run_id", "family").agg(
-        F.max("v_lo").alias("lo"), F.min("v_hi").alias("hi"),
-        F.max_by("template_id", "v_lo").alias("lo_by"), F.min_by("template_id", "v_hi").alias("hi_by"),
-        F.count(F.lit(1)).alias("n"),
-    )
-    best = Window.partitionBy("run_id").orderBy(F.desc("n"))
-    ranges = ranges.withColumn("_r", F.row_number().over(best)).where("_r = 1")
-    text = (F.when(F.col("lo") > F.col("hi"), F.lit("inconsistent"))
-            .when(F.col("hi") == _OPEN, F.concat(F.lit(">="), _key_text(F.col("lo"))))
-            .otherwise(F.concat(_key_text(F.col("lo")), F.lit("-"), _key_text(F.col("hi")))))
-    evidence = F.concat(F.lit("log templates: "), F.col("lo_by"), F.lit(" (from "), _key_text(F.col("lo")),
-                        F.lit(")"), F.when(F.col("hi") != _OPEN, F.concat(F.lit(", "), F.col("hi_by"), F.lit(" (to "),
-                                                                            _key_text(F.col("hi")), F.lit(")")))
-                        .otherwise(F.lit("")))
+    family = ev.groupBy("run_id", "family").agg(F.count(F.lit(1)).alias("n"))
+    best_family = Window.partitionBy("run_id").orderBy(F.desc("n"), "family")
+    family = family.withColumn("_r", F.row_number().over(best_family)).where("_r = 1").select("run_id", "family")
+    votes = ev.join(family, ["run_id", "family"]).join(F.broadcast(lines), "family").where(
+        F.col("line").between(F.col("v_lo"), F.col("v_hi")))
+    per_line = votes.groupBy("run_id", "line").agg(F.count(F.lit(1)).alias("votes"),
+                                                   F.min_by("template_id", "v_hi").alias("hi_by"),
+                                                   F.max_by("template_id", "v_lo").alias("lo_by"))
+    top = Window.partitionBy("run_id")
+    best = per_line.withColumn("_max", F.max("votes").over(top)).where(F.col("votes") == F.col("_max"))
+    ranges = best.groupBy("run_id").agg(F.min("line").alias("lo"), F.max("line").alias("hi"),
+                                        F.min_by("lo_by", "line").alias("lo_by"), F.max_by("hi_by", "line").alias("hi_by"),
+                                        F.first("_max").alias("votes"))
+    text = F.concat(_key_text(F.col("lo")), F.lit("-"), _key_text(F.col("hi")))
+    evidence = F.concat(F.lit("log templates: "), F.col("votes").cast("string"), F.lit(" template(s) agree on "), text,
+                        F.lit(" (e.g. "), F.col("lo_by"), F.lit(", "), F.col("hi_by"), F.lit(")"))
     return ranges.select("run_id", text.alias("version_range"), evidence.alias("_range_evidence"))
 
 
@@ -366,13 +437,19 @@ CHECKPOINT_KINDS = {
 }
 
 
+_CHECKPOINT_PATH_TASK = r"[/\\]((?:[\w.-]+?__)?\d+_\d+)[/\\]\.checkpoint(?:\.tmp)?\b"
+
+
 def checkpoints(events: DataFrame, state: StateFacts) -> DataFrame:
     """One history per host/task/changelog partition: log lines and capture facts, each with its origin."""
     mapping = F.create_map(*[x for k, v in CHECKPOINT_KINDS.items() for x in (F.lit(k), F.lit(v))])
     logs = _explode_partitions(events.where(F.col("event").isin(list(CHECKPOINT_KINDS))
                                             & (F.col("product") != "nifi")))
+    # OffsetCheckpoint's TRACE lines name only the file: <state.dir>/<app>/<task>/.checkpoint(.tmp).
+    task_from_path = F.nullif(F.regexp_extract(F.col("message"), _CHECKPOINT_PATH_TASK, 1), F.lit(""))
     logs = logs.select(
-        "host", "app_id", "task_id", "store", "topic", "partition", "ts", mapping[F.col("event")].alias("kind"),
+        "host", "app_id", F.coalesce(F.col("task_id"), task_from_path).alias("task_id"), "store", "topic", "partition",
+        "ts", mapping[F.col("event")].alias("kind"),
         "offset", F.lit("log").alias("origin"), "run_id", "event", "source", "line_no",
     )
     cap = state.checkpoints
@@ -471,8 +548,27 @@ def wipes(events: DataFrame) -> DataFrame:
     return _conform(w.select("*", reason.alias("reason")), "wipes")
 
 
+#: Task lists of assignment summaries that say what a thread holds after the rebalance.
+_HELD_LISTS = (*_ASSIGNED_LISTS, r"Existing active tasks: \[([^\]]*)\]", r"Existing standby tasks: \[([^\]]*)\]")
+
+
+def _held_by_summaries(events: DataFrame) -> DataFrame:
+    """Per assignment summary (host, run, thread, ts): every task the thread holds after it."""
+    summaries = events.where(F.col("event") == "ASSIGNMENT_APPLIED").select(
+        "host", "run_id", "stream_thread", "ts", "message")
+    lists = [F.split(F.regexp_extract("message", pattern, 1), r",\s*") for pattern in _HELD_LISTS]
+    held = F.array_distinct(F.filter(F.flatten(F.array(*lists)), lambda t: t != ""))
+    return summaries.select("host", "run_id", "stream_thread", "ts", held.alias("held"))
+
+
 def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
-    """Cleaner deletions, each with the task's last owner on that host and whether it was still assigned."""
+    """Cleaner deletions, each with the task's last owner on that host and whether it was still assigned.
+
+    Where the run logs assignment summaries, they decide: the task is assigned when the latest summary
+    of some thread before the deletion lists it, and it left the host at the first summary after the
+    last one that listed it (a close of an unassigned task is often DEBUG only). Otherwise the task
+    lifecycles decide.
+    """
     cleaned = events.where(F.col("event") == "DIR_CLEANED").select(
         "host", "run_id", "task_id", "ts", F.col("duration_ms").alias("age_ms"), F.col("limit_ms").alias("delay_ms"),
         "source", "line_no").alias("c")
@@ -484,7 +580,23 @@ def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
     assigned = (~F.col("_o.phase").isin("closed-clean", "closed-dirty", "recycled", "migrated")
                 & (F.col("_o.end").isNull() | (F.col("_o.end") >= F.col("ts"))))
     out = last.select("*", F.col("_o.stream_thread").alias("last_owner_thread"), F.col("_o.role").alias("last_owner_role"),
-                      F.col("_o.end").alias("last_owner_until"), F.coalesce(assigned, F.lit(False)).alias("assigned_at_the_time"))
+                      F.col("_o.end").alias("_lc_until"), F.coalesce(assigned, F.lit(False)).alias("_lc_assigned"))
+    # What the assignment summaries of the same run say.
+    held = _held_by_summaries(events).withColumnRenamed("ts", "s_ts")
+    keys = ["host", "run_id", "task_id", "ts"]
+    with_s = out.select(*keys).join(held, ["host", "run_id"]).where(F.col("s_ts") <= F.col("ts"))
+    latest = with_s.groupBy(*keys, "stream_thread").agg(F.max_by("held", "s_ts").alias("latest_held"))
+    by_summary = latest.groupBy(*keys).agg(
+        F.max(F.array_contains("latest_held", F.col("task_id")).cast("int")).alias("_s_assigned"))
+    listed = with_s.where(F.array_contains("held", F.col("task_id"))).groupBy(*keys).agg(
+        F.max("s_ts").alias("_last_listed"))
+    left = with_s.join(listed, keys).where(F.col("s_ts") > F.col("_last_listed")).groupBy(*keys).agg(
+        F.min("s_ts").alias("_left_at"))
+    out = out.join(by_summary, keys, "left").join(left, keys, "left")
+    out = out.withColumn("assigned_at_the_time", F.when(F.col("_s_assigned").isNotNull(), F.col("_s_assigned") == 1)
+                         .otherwise(F.col("_lc_assigned")))
+    out = out.withColumn("last_owner_until", F.when(F.col("_s_assigned") == 1, F.lit(None).cast("timestamp"))
+                         .otherwise(F.coalesce(F.col("_left_at"), F.col("_lc_until"))))
     return _conform(out, "dir_cleanups")
 
 
@@ -575,15 +687,20 @@ def config_with_runs(events: DataFrame, config: DataFrame | None) -> DataFrame |
     return config.join(dumps, ["source", "line_no"], "left")
 
 
-def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None) -> Timeline:
-    """All tables; each is a lazy DataFrame (``Timeline.write`` or a detector triggers the work)."""
+def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
+          run_bounds: DataFrame | None = None) -> Timeline:
+    """All tables; each is a lazy DataFrame (``Timeline.write`` or a detector triggers the work).
+
+    ``run_bounds`` (:func:`toolkit.events.run_bounds` of the records) places each run's end at its last
+    line of any kind; without it the last classified event ends the run.
+    """
     if "run_id" not in events.columns:
         from toolkit.events import tag_runs
 
         events = tag_runs(events)
     spark = events.sparkSession
     config = config_with_runs(events, config)
-    runs = process_runs(events, config)
+    runs = process_runs(events, config, run_bounds)
     lifecycles = task_lifecycles(events, runs)
     thread_states, client_states = state_intervals(events, runs)
     gens = generations(events)

@@ -1,0 +1,623 @@
+"""Detector mechanics on small timelines written from real template wording (catalogue samples).
+
+Each decision rule has a case that must fire and legitimate look-alikes that must stay quiet, for
+every version family the detector covers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_detectors import CHANGELOG, _eos_timeline, at, ev, make_timeline
+from toolkit.detectors import run_detectors
+
+RAISED = ("critical", "warning")
+CLIENT = "orders-agg-db63a30b-1d50-404f-898c-780eca36b0b1"
+T1 = f"{CLIENT}-StreamThread-1"
+UPDATER = f"{CLIENT}-StateUpdater-1"
+
+
+def raised(findings, detector_id):
+    return [f for f in findings if f.detector == detector_id and f.severity in RAISED]
+
+
+# --- eos-stale-restore-checkpoint ---------------------------------------------------------------
+
+def _phase(phase, seconds, role="active", line_no=None, run_id="h0#1", event="TASK_RUNNING"):
+    return {"host": "h0", "run_id": run_id, "stream_thread": T1, "task_id": "0_0", "role": role, "phase": phase,
+            "start": at(seconds), "end": None, "event": event, "source": "h0/app.log", "line_no": line_no}
+
+
+def _eos(spark, *, version="4.1.2", lifecycle=None, updater_lines=False, completed=True, **kw):
+    """The KAFKA-20685 story of ``_eos_timeline`` with the crashed run's version, task phases and
+    state-updater lines chosen by the test."""
+    tl = _eos_timeline(spark, **kw)
+    runs = [r.asDict() for r in tl.process_runs.collect()]
+    for r in runs:
+        r["version"] = version
+    restorations = [r.asDict() for r in tl.restorations.collect()]
+    if not completed:
+        restorations = [dict(r, completed=False, end=None) if r["run_id"] == "h0#1" else r for r in restorations]
+    events = [r.asDict() for r in tl.events.collect()]
+    if updater_lines:
+        events.append(ev(3, at(4), "Stateful active task 0_0 was added to the state updater", "RESTORE_QUEUED",
+                         run_id="h0#1", task_id="0_0", thread=UPDATER, prefix_kind="state-updater"))
+    checkpoints = [r.asDict() for r in tl.checkpoints.collect()]
+    state = {"checkpoints": [r.asDict() for r in tl.state.checkpoints.collect()]}
+    return make_timeline(spark, events=events, state=state, process_runs=runs, checkpoints=checkpoints,
+                         restorations=restorations, task_lifecycles=list(lifecycle or []),
+                         wipes=[r.asDict() for r in tl.wipes.collect()])
+
+
+RUNNING_ACTIVE = [_phase("restoring", 5, event="RESTORE_QUEUED"), _phase("running", 6.5, line_no=12)]
+
+
+@pytest.mark.parametrize("version,updater_lines", [("4.1.2", False), ("3.8.1", False), ("4.2.1", False),
+                                                   ("3.6.1", True)])
+def test_eos_stale_fires_for_a_running_active_task_on_affected_versions(spark, version, updater_lines):
+    tl = _eos(spark, version=version, lifecycle=RUNNING_ACTIVE, updater_lines=updater_lines)
+    (finding,) = raised(run_detectors(tl, only=["eos-stale-restore-checkpoint"]), "eos-stale-restore-checkpoint")
+    assert finding.tasks == ["0_0"] and finding.confidence == "confirmed"
+
+
+@pytest.mark.parametrize("case", ["standby", "crash-during-restoration", "closed-clean", "suspended",
+                                  "3.6-updater-off", "4.1.3-fixed", "4.2.2-fixed", "4.3", "3.2"])
+def test_eos_stale_quiet_on_legitimate_checkpoints(spark, case):
+    lifecycle, version, completed = RUNNING_ACTIVE, "4.1.2", True
+    if case == "standby":
+        lifecycle = [_phase("running", 6.5, role="standby", event="STANDBY_UPDATING")]
+    elif case == "crash-during-restoration":
+        lifecycle, completed = [_phase("restoring", 5, event="RESTORE_QUEUED")], False
+    elif case == "closed-clean":
+        lifecycle = [*RUNNING_ACTIVE, _phase("closed-clean", 3000, event="TASK_CLOSED_CLEAN")]
+    elif case == "suspended":
+        lifecycle = [*RUNNING_ACTIVE, _phase("suspended", 3000, event="TASK_SUSPENDED")]
+    else:
+        version = {"3.6-updater-off": "3.6.1", "4.1.3-fixed": "4.1.3", "4.2.2-fixed": "4.2.2", "4.3": "4.3.0",
+                   "3.2": "3.2.3"}[case]
+    tl = _eos(spark, version=version, lifecycle=lifecycle, completed=completed)
+    found = run_detectors(tl, only=["eos-stale-restore-checkpoint"])
+    assert raised(found, "eos-stale-restore-checkpoint") == [], [f.title for f in found]
+
+
+# --- standby-lock-stale-checkpoint (KAFKA-8187) ----------------------------------------------------
+
+LEDGER = "ledger-ledger-store-changelog"
+L1, L2 = "ledger-StreamThread-1", "ledger-StreamThread-2"
+
+
+def _standby(spark, *, version="2.0.1", role="standby", prior=True, lock=True, capture=False, restore=True):
+    """Thread 2 fails to lock standby 1_0 held by thread 1; the cleaner deletes 1_0; a checkpoint comes back."""
+    task_prefix = "standby-task" if role == "standby" else "task"
+    kind = "standby" if role == "standby" else "stream"
+    events = [
+        ev(2, at(2), f"{task_prefix} [1_0] Writing checkpoint: {{{LEDGER}-0=48211}}", "CHECKPOINT_WRITTEN",
+           run_id="h0#1", task_id="1_0", topic=LEDGER, partition=0, offset=48211, stream_thread=L1),
+        ev(9, at(1200), "Deleting obsolete state directory 1_0 for task 1_0 as 1196311ms has elapsed "
+                        "(cleanup delay is 600000ms).", "DIR_CLEANED", run_id="h0#1", task_id="1_0"),
+        ev(12, at(1920), f"{task_prefix} [1_0] Writing checkpoint: {{{LEDGER}-0=48211}}", "CHECKPOINT_WRITTEN",
+           run_id="h0#1", task_id="1_0", topic=LEDGER, partition=0, offset=48211, stream_thread=L2),
+        ev(20, at(3660), f"Restoring partition {LEDGER}-0 from offset 48211 to endOffset 61877", "RESTORE_START",
+           run_id="h0#1", topic=LEDGER, partition=0, offset=48211, end_offset=61877, stream_thread=L2),
+        ev(3, at(2.5), f"partition assignment took 52 ms.\n\tcurrently assigned active tasks: []\n\t"
+                       f"currently assigned {role} tasks: [1_0]\n", "ASSIGNMENT_APPLIED", run_id="h0#1",
+           stream_thread=L2),
+    ]
+    if lock:
+        events.append(ev(5, at(3), f"Could not create {kind} task 1_0 due to {task_prefix} [1_0] Failed to lock the "
+                                   "state directory for task 1_0; will retry", "LOCK_FAILED", run_id="h0#1",
+                         task_id="1_0", stream_thread=L2))
+    checkpoints = [{"host": "h0", "task_id": "1_0", "topic": LEDGER, "partition": 0, "ts": at(1920), "kind": "written",
+                    "offset": 48211, "origin": "log", "run_id": "h0#1", "source": "h0/app.log", "line_no": 12}]
+    if prior:
+        checkpoints.append({"host": "h0", "task_id": "1_0", "topic": LEDGER, "partition": 0, "ts": at(2),
+                            "kind": "written", "offset": 48211, "origin": "log", "run_id": "h0#1",
+                            "source": "h0/app.log", "line_no": 2})
+    if not lock:  # INFO only: neither TRACE line nor the DEBUG restore start
+        events = [e for e in events if e["line_no"] in (3, 9)]
+        checkpoints = []
+    state = None
+    if capture:
+        state = {"checkpoints": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "1_0", "topic": LEDGER,
+                                  "partition": 0, "offset": 48211, "file": "ledger/1_0/.checkpoint",
+                                  "file_mtime": at(1920), "capture_time": at(2400)}],
+                 "state_files": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "1_0", "kind": "checkpoint",
+                                  "path": "ledger/1_0/.checkpoint"}]}
+    return make_timeline(
+        spark, events=events, state=state,
+        process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version, "start": at(0),
+                       "end": at(4000), "end_kind": "unknown", "guarantee": "at_least_once", "num_standby_replicas": 1,
+                       "num_stream_threads": 2}],
+        task_lifecycles=[{"host": "h0", "run_id": "h0#1", "stream_thread": L1, "task_id": "1_0", "role": role,
+                          "phase": "running", "start": at(0), "end": at(10), "source": "h0/app.log", "line_no": 1},
+                         {"host": "h0", "run_id": "h0#1", "stream_thread": L2, "task_id": "1_0", "role": role,
+                          "phase": "assigned", "start": at(2.5), "end": at(4000), "source": "h0/app.log",
+                          "line_no": 3}],
+        locks=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "kind": "failed", "ts": at(3), "thread": L2,
+                "role": "active", "holder_thread": L1, "source": "h0/app.log", "line_no": 5}] if lock else [],
+        dir_cleanups=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "ts": at(1200), "source": "h0/app.log",
+                       "line_no": 9}],
+        checkpoints=checkpoints,
+        restorations=[{"host": "h0", "run_id": "h0#1", "topic": LEDGER, "partition": 0, "start": at(3660),
+                       "start_offset": 48211, "end_offset": 61877, "completed": False,
+                       "start_source": "h0/app.log", "start_line_no": 20}] if restore and lock else [],
+    )
+
+
+@pytest.mark.parametrize("version", ["2.0.1", "2.1.1", "2.2.1"])
+def test_standby_lock_confirmed_on_affected_versions(spark, version):
+    (finding,) = raised(run_detectors(_standby(spark, version=version), only=["standby-lock-stale-checkpoint"]),
+                        "standby-lock-stale-checkpoint")
+    assert (finding.confidence, finding.tasks, finding.hosts) == ("confirmed", ["1_0"], ["h0"])
+    assert finding.impact.figures["stale_offset"] == 48211
+
+
+def test_standby_lock_needs_a_standby_task(spark):
+    found = run_detectors(_standby(spark, role="active"), only=["standby-lock-stale-checkpoint"])
+    assert raised(found, "standby-lock-stale-checkpoint") == [], [f.title for f in found]
+
+
+def test_standby_lock_not_confirmed_by_a_later_checkpoint_alone(spark):
+    """Without the offset known before the lock failure, a later checkpoint with that offset proves nothing."""
+    (finding,) = raised(run_detectors(_standby(spark, prior=False), only=["standby-lock-stale-checkpoint"]),
+                        "standby-lock-stale-checkpoint")
+    assert finding.confidence == "likely" and finding.missing_evidence
+
+
+@pytest.mark.parametrize("version", ["2.2.2", "2.3.0", "3.6.1"])
+def test_standby_lock_quiet_on_versions_with_the_fix(spark, version):
+    found = run_detectors(_standby(spark, version=version), only=["standby-lock-stale-checkpoint"])
+    assert raised(found, "standby-lock-stale-checkpoint") == [], [f.title for f in found]
+
+
+def test_standby_lock_info_only_leans_on_the_capture(spark):
+    (finding,) = run_detectors(_standby(spark, lock=False, capture=True), only=["standby-lock-stale-checkpoint"])
+    assert (finding.severity, finding.confidence, finding.tasks) == ("critical", "likely", ["1_0"])
+    assert any(e.kind == "state" for e in finding.evidence)
+    assert any("TRACE" in m for m in finding.missing_evidence)
+
+
+def test_standby_lock_info_only_without_capture_says_what_is_missing(spark):
+    (finding,) = run_detectors(_standby(spark, lock=False), only=["standby-lock-stale-checkpoint"])
+    assert finding.severity == "info"
+    text = " ".join(finding.missing_evidence)
+    assert "TRACE" in text and "capture" in text
+
+
+# --- restore-skipped-after-reassignment (KAFKA-7672) ----------------------------------------------
+
+AUDIT = "AuditTrailBatch-store1-changelog"
+A1, A2 = "AuditTrailBatch-StreamThread-1", "AuditTrailBatch-StreamThread-2"
+
+
+def _skipped(spark, *, version="2.1.1", kind="from-beginning", second_thread=A1):
+    common = {"run_id": "h0#1"}
+    events = [
+        ev(1, at(0), f"stream-thread [{A1}] Restoring partition {AUDIT}-1 from offset 0 to endOffset 734112",
+           "RESTORE_START", topic=AUDIT, partition=1, offset=0, end_offset=734112, stream_thread=A1, **common),
+        ev(2, at(40), f"stream-thread [{A1}] State transition from PARTITIONS_ASSIGNED to RUNNING", "THREAD_STATE",
+           to_state="RUNNING", stream_thread=A1, **common),
+        ev(5, at(4001), f"stream-thread [{second_thread}] State transition from PARTITIONS_ASSIGNED to RUNNING",
+           "THREAD_STATE", to_state="RUNNING", stream_thread=second_thread, **common),
+    ]
+    if kind == "from-beginning":  # at-least-once: the INFO line is printed although nothing is restored
+        events.append(ev(3, at(4000), f"stream-thread [{second_thread}] Restoring task 1_1's state store store1 from "
+                                      f"beginning of the changelog {AUDIT}-1 ", "RESTORE_START", task_id="1_1",
+                         store="store1", topic=AUDIT, partition=1, stream_thread=second_thread, **common))
+    elif kind == "tail":  # a checkpoint exists: only the tail is skipped (DEBUG)
+        events.append(ev(3, at(4000), f"stream-thread [{second_thread}] Restoring partition {AUDIT}-1 from offset "
+                                      "790001 to endOffset 802377", "RESTORE_START", topic=AUDIT, partition=1,
+                         offset=790001, end_offset=802377, stream_thread=second_thread, **common))
+    else:  # exactly-once, as in the ticket's log
+        events.append(ev(3, at(4000), f"stream-thread [{second_thread}]No checkpoint found for task 1_1 state store "
+                                      f"store1 changelog {AUDIT}-1 with EOS turned on. Reinitializing the task and "
+                                      "restore its state from the beginning.", "CHECKPOINT_MISSING", task_id="1_1",
+                         store="store1", topic=AUDIT, partition=1, stream_thread=second_thread, **common))
+    return make_timeline(spark, events=events,
+                         process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version}])
+
+
+@pytest.mark.parametrize("version,kind", [("2.1.1", "from-beginning"), ("2.0.1", "tail"), ("2.1.0", "tail"),
+                                          ("2.0.1", "no-checkpoint")])
+def test_restore_skipped_fires_under_both_guarantees_and_for_the_tail(spark, version, kind):
+    (finding,) = raised(run_detectors(_skipped(spark, version=version, kind=kind),
+                                      only=["restore-skipped-after-reassignment"]), "restore-skipped-after-reassignment")
+    assert finding.confidence == "confirmed" and finding.hosts == ["h0"]
+    if kind == "tail":
+        assert finding.impact.figures["offsets_missing_at_least"] == 802377 - 790001
+    else:
+        assert finding.tasks == ["1_1"] and finding.impact.figures["offsets_missing_at_least"] == 734112
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "2.3.1", "1.1.1"])
+def test_restore_skipped_gated_to_2_0_1_through_2_1(spark, version):
+    found = run_detectors(_skipped(spark, version=version, kind="no-checkpoint"),
+                          only=["restore-skipped-after-reassignment"])
+    assert raised(found, "restore-skipped-after-reassignment") == [], [f.title for f in found]
+
+
+def test_restore_skipped_quiet_when_another_thread_restores_the_partition(spark):
+    found = run_detectors(_skipped(spark, second_thread=A2), only=["restore-skipped-after-reassignment"])
+    assert raised(found, "restore-skipped-after-reassignment") == []
+
+
+# --- alos-crash-reprocessing -------------------------------------------------------------------------
+
+R1, R2 = "reservations-StreamThread-1", "reservations-StreamThread-2"
+
+
+def _summary(line_no, seconds, records, thread):
+    return ev(line_no, at(seconds), f"stream-thread [{thread}] Processed {records} total records, ran 0 punctuators, "
+                                    "and committed 8 total tasks since the last update", "PROCESSING_SUMMARY",
+              run_id="h0#1", records=records, stream_thread=thread)
+
+
+def _alos(spark, *, events, end_kind="crash"):
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "product": "kafka-streams", "start": at(0), "end": at(240),
+             "end_kind": end_kind, "guarantee": "at_least_once", "commit_interval_ms": 30000, "version": "3.6.1"}]
+    if end_kind == "crash":
+        runs.append({"host": "h0", "run_id": "h0#2", "run_no": 2, "product": "kafka-streams", "start": at(300),
+                     "end": at(400), "end_kind": "unknown", "guarantee": "at_least_once"})
+    return make_timeline(spark, events=events, process_runs=runs)
+
+
+def test_alos_rate_is_per_thread(spark):
+    """Two threads print their summaries milliseconds apart: each thread's rate counts, not the gap between them."""
+    events = [_summary(10, 0.0, 60000, R1), _summary(11, 0.005, 60000, R2),
+              _summary(20, 120.0, 60000, R1), _summary(21, 120.005, 60000, R2)]
+    (finding,) = raised(run_detectors(_alos(spark, events=events), only=["alos-crash-reprocessing"]),
+                        "alos-crash-reprocessing")
+    assert finding.impact.figures["records_estimate"] == 30000  # 2 x 500 records/s x 30 s
+
+
+def test_alos_window_follows_a_late_commit(spark):
+    """commit.interval.ms is not a bound: the last commit came 90 s before the crash."""
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1),
+              ev(30, at(150), f"stream-thread [{R1}] Committed all active tasks [0_1] and standby tasks [] in 3ms",
+                 "COMMIT", run_id="h0#1", stream_thread=R1)]
+    (finding,) = raised(run_detectors(_alos(spark, events=events), only=["alos-crash-reprocessing"]),
+                        "alos-crash-reprocessing")
+    assert finding.impact.figures["reprocessing_window_ms_max"] == 90000
+    assert finding.impact.figures["records_estimate"] == 45000
+
+
+@pytest.mark.parametrize("line", [
+    (f"stream-thread [{R1}] at state RUNNING: partitions [reservations-1] lost due to missed rebalance.\n"
+     "\tlost active tasks: [0_1]\n\tlost assigned standby tasks: []\n", "PARTITIONS_LOST"),
+    (f"stream-thread [{R1}] Detected that the thread is being fenced. This implies that this thread missed a "
+     "rebalance and dropped out of the consumer group. Will close out all assigned tasks and rejoin the consumer "
+     "group.", "TASK_MIGRATED"),
+])
+def test_alos_reprocessing_after_lost_partitions_or_fencing_without_a_crash(spark, line):
+    message, event = line
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1),
+              ev(30, at(200), message, event, run_id="h0#1", stream_thread=R1, task_id="0_1")]
+    (finding,) = raised(run_detectors(_alos(spark, events=events, end_kind="unknown"),
+                                      only=["alos-crash-reprocessing"]), "alos-crash-reprocessing")
+    assert finding.tasks == ["0_1"] and finding.hosts == ["h0"]
+
+
+def test_alos_quiet_when_the_log_is_only_cut_off(spark):
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1)]
+    assert run_detectors(_alos(spark, events=events, end_kind="unknown"), only=["alos-crash-reprocessing"]) == []
+
+
+# --- kinesis-checkpoint-migration-loss (NIFI-16003) ------------------------------------------------
+
+KINESIS_ID = "5f0c2a1e-0197-1000-9d3e-3b8c5e2f4a11"
+NOT_FOUND = (f"ConsumeKinesis[id={KINESIS_ID}] Failed to properly initialize Processor. If still scheduled to run, "
+             "NiFi will attempt to initialize and run the Processor again after the 'Administrative Yield Duration' "
+             "has elapsed. Failure is due to software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException: "
+             "Requested resource not found (Service: DynamoDb, Status Code: 400, Request ID: "
+             "J4CN5S1VQ0M2QH8BR1OGFNTL8NVV4KQNSO5AEMVJF66Q9ASUAAJG)")
+
+
+def _log_step(table, seconds, step, line_no, detail):
+    return {"table": table, "base_table": table.removesuffix("_migration"), "ts": at(seconds), "step": step,
+            "origin": "log", "host": "nifi-0", "error_code": None, "detail": detail,
+            "source": "nifi-0/nifi-app.log", "line_no": line_no}
+
+
+def _kinesis_info_logs(spark, *, deleted=True):
+    prefix = f"ConsumeKinesis[id={KINESIS_ID}] "
+    steps = [
+        _log_step("orders", 0, "CHECKPOINT_TABLE_DELETED", 10, prefix + "Initiated deletion of DynamoDB table [orders]"),
+        _log_step("orders", 6, "CHECKPOINT_TABLE_ACTIVE", 12, prefix + "DynamoDB checkpoint table [orders] is now ACTIVE"),
+        _log_step("orders", 6.01, "MIGRATION_COPY_STARTED", 13,
+                  prefix + "Copying checkpoint items from [orders_migration] to [orders]"),
+        {**_log_step("orders", 6.04, "PROCESSOR_START_FAILED", 14, NOT_FOUND.split(" (Service")[0]),
+         "table": None, "base_table": None, "error_code": "ResourceNotFoundException"},
+    ]
+    if deleted:
+        steps += [_log_step("orders_migration", 36.5, "LINGERING_MIGRATION_DELETED", 30,
+                            prefix + "Deleting orphaned migration table [orders_migration]; legacy checkpoint table "
+                                     "[orders] retains original data"),
+                  _log_step("orders_migration", 36.6, "MIGRATION_TABLE_DELETED", 31,
+                            prefix + "Initiated deletion of DynamoDB table [orders_migration]")]
+    error = ev(14, at(6.04), NOT_FOUND, "PROCESSOR_START_FAILED", host="nifi-0", source="nifi-0/nifi-app.log",
+               product="nifi", component_id=KINESIS_ID, component_type="ConsumeKinesis",
+               error_class="software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException")
+    return make_timeline(spark, events=[error], migration_steps=steps,
+                         process_runs=[{"host": "nifi-0", "run_id": "nifi-0#1", "run_no": 1, "product": "nifi",
+                                        "version": "2.9.0"}])
+
+
+def test_kinesis_copy_failure_with_another_error_text_is_caught(spark):
+    (finding,) = raised(run_detectors(_kinesis_info_logs(spark), only=["kinesis-checkpoint-migration-loss"]),
+                        "kinesis-checkpoint-migration-loss")
+    assert (finding.confidence, finding.tasks) == ("confirmed", ["orders"])
+    assert "administrative yield" in finding.explanation
+
+
+def test_kinesis_failed_put_item_of_any_error_code_is_a_copy_failure(spark):
+    from test_detectors import _step
+
+    steps = [_step("orders", at(0), "CHECKPOINT_TABLE_DELETED", 10), _step("orders", at(6), "CHECKPOINT_TABLE_CREATED", 20),
+             _step("orders", at(6.02), "CLOUDTRAIL_PUT_ITEM", 30, "ResourceNotFoundException"),
+             _step("orders_migration", at(36), "MIGRATION_TABLE_DELETED", 40)]
+    tl = make_timeline(spark, migration_steps=steps)
+    (finding,) = raised(run_detectors(tl, only=["kinesis-checkpoint-migration-loss"]), "kinesis-checkpoint-migration-loss")
+    assert (finding.confidence, finding.tasks) == ("confirmed", ["orders"])
+
+
+def test_kinesis_without_the_deletion_expects_it_on_the_retry_after_the_yield(spark):
+    (finding,) = raised(run_detectors(_kinesis_info_logs(spark, deleted=False), only=["kinesis-checkpoint-migration-loss"]),
+                        "kinesis-checkpoint-migration-loss")
+    assert finding.confidence == "likely"
+    assert "administrative yield" in finding.explanation and "09:00:36" in finding.explanation
+    assert "next start" not in finding.explanation
+
+
+# --- the detector contract -----------------------------------------------------------------------
+
+def _register(detector_id, fn, needs=(), severity="warning", role="consequence"):
+    from toolkit.detectors.base import REGISTRY, DetectorSpec
+
+    REGISTRY[detector_id] = DetectorSpec(detector_id, detector_id, severity, tuple(needs), fn, role)
+
+
+def _unregister(*ids):
+    from toolkit.detectors.base import REGISTRY
+
+    for detector_id in ids:
+        REGISTRY.pop(detector_id, None)
+
+
+def test_a_detector_sees_only_the_tables_it_declares(spark):
+    def sneaky(tl):
+        tl.process_runs.count()
+        return tl.events.count() and []
+
+    _register("test-sneaky", sneaky, needs=("process_runs",))
+    try:
+        (finding,) = run_detectors(make_timeline(spark), only=["test-sneaky"])
+    finally:
+        _unregister("test-sneaky")
+    assert finding.severity == "error" and "does not declare" in finding.title and "events" in finding.title
+
+
+def test_every_detector_runs_on_an_empty_timeline_within_its_needs(spark):
+    from toolkit.detectors import registered_detectors
+
+    found = run_detectors(make_timeline(spark))
+    assert [f.title for f in found if f.severity == "error"] == []
+    assert len(registered_detectors()) >= 12
+
+
+def test_fail_on_critical_exits_non_zero_when_a_detector_errors(monkeypatch, tmp_path):
+    import argparse
+
+    from toolkit.detectors import cli
+    from toolkit.detectors.base import Finding
+
+    failed = Finding(detector="eos-stale-restore-checkpoint", severity="error", confidence="possible",
+                     title="detector eos-stale-restore-checkpoint failed: RuntimeError: boom", explanation="raised")
+    monkeypatch.setattr(cli, "_analyse_and_detect", lambda args: ([failed], {"bundle": str(args.bundle)}))
+    parser = cli.build_parser(argparse.ArgumentParser())
+    assert cli.run(parser.parse_args([str(tmp_path), "--fail-on", "critical"])) == cli.EXIT_DETECTOR_ERROR != 0
+    assert cli.run(parser.parse_args([str(tmp_path)])) == cli.EXIT_OK
+
+
+def test_evidence_of_all_findings_is_read_in_one_join(spark, monkeypatch):
+    import toolkit.detectors as detectors
+    from toolkit.detectors.base import Finding
+    from toolkit.detectors.common import evidence_lines
+
+    calls = []
+    real = detectors.resolve_evidence
+    monkeypatch.setattr(detectors, "resolve_evidence", lambda tl, fs, **kw: calls.append(len(fs)) or real(tl, fs, **kw))
+
+    def cites(line_no):
+        def fn(tl):
+            rows = tl.process_runs.collect()  # no access to the events: the runner reads the lines
+            return [Finding(detector=f"test-cites-{line_no}", severity="warning", confidence="likely",
+                            title="t", explanation="e", hosts=[rows[0].host],
+                            evidence=evidence_lines(tl, [("h0/app.log", line_no)]))]
+        return fn
+
+    events = [ev(1, at(1), "stream-thread [t] State transition from PARTITIONS_ASSIGNED to RUNNING", "THREAD_STATE"),
+              ev(2, at(2), "stream-client [c] Streams client stopped completely", "CLIENT_STOPPED")]
+    tl = make_timeline(spark, events=events, process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1}])
+    _register("test-cites-1", cites(1), needs=("process_runs",))
+    _register("test-cites-2", cites(2), needs=("process_runs",))
+    try:
+        found = run_detectors(tl, only=["test-cites-1", "test-cites-2"])
+    finally:
+        _unregister("test-cites-1", "test-cites-2")
+    assert calls == [2]
+    texts = {f.detector: [e.text for e in f.evidence] for f in found}
+    assert texts == {"test-cites-1": [events[0]["message"]], "test-cites-2": [events[1]["message"]]}
+
+
+def test_truncation_is_recorded(spark):
+    from toolkit.detectors.common import bounded
+
+    df = spark.range(7).withColumnRenamed("id", "n")
+    got = bounded(df, 3, order=["n"])
+    assert [r.n for r in got.rows] == [0, 1, 2] and got.total == 7
+    assert got.record("rows") == {"rows": {"total": 7, "shown": 3}}
+    assert bounded(df, 10).record("rows") == {}
+
+
+def test_a_root_cause_ranks_above_its_trigger_and_consequences():
+    from toolkit.detectors.base import Finding
+
+    def f(detector, role, confidence="confirmed", seconds=0):
+        return Finding(detector=detector, severity="warning", confidence=confidence, title=detector,
+                       explanation="e", ts=at(seconds), role=role)
+
+    ranked = sorted([f("restore-from-scratch", "consequence", seconds=0), f("lock-contention", "trigger", seconds=5),
+                     f("alos-crash-reprocessing", "root-cause", "likely", seconds=9)], key=Finding.rank_key)
+    assert [x.detector for x in ranked] == ["alos-crash-reprocessing", "lock-contention", "restore-from-scratch"]
+
+
+# --- general detectors: one case that fires, one that stays quiet ---------------------------------
+
+def _lock(task, seconds, line_no, thread="app-StreamThread-2", holder="app-StreamThread-1"):
+    return {"host": "h0", "run_id": "h0#1", "task_id": task, "kind": "failed", "ts": at(seconds), "thread": thread,
+            "role": "active", "holder_thread": holder, "source": "h0/app.log", "line_no": line_no}
+
+
+def test_lock_contention_is_one_finding_per_host_listing_its_tasks(spark):
+    locks = [_lock(t, s, n) for t, s, n in (("0_1", 0, 1), ("0_1", 90, 2), ("0_2", 0, 3), ("0_2", 95, 4),
+                                            ("0_3", 1, 5), ("0_3", 100, 6))]
+    found = run_detectors(make_timeline(spark, locks=locks), only=["lock-contention"])
+    (finding,) = raised(found, "lock-contention")
+    assert finding.tasks == ["0_1", "0_2", "0_3"] and finding.hosts == ["h0"]
+
+
+def test_lock_contention_short_waits_are_routine(spark):
+    found = run_detectors(make_timeline(spark, locks=[_lock("0_1", 0, 1), _lock("0_1", 2, 2)]),
+                          only=["lock-contention"])
+    assert raised(found, "lock-contention") == [] and [f.severity for f in found] == ["info"]
+
+
+def _cleanup(spark, *, left_before_s, back_after_s=600, assigned=False):
+    cleaned_at = 3600
+    return make_timeline(
+        spark,
+        process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "state_cleanup_delay_ms": 600000}],
+        dir_cleanups=[{"host": "h0", "run_id": "h0#1", "task_id": "0_1", "ts": at(cleaned_at), "delay_ms": 600000,
+                       "last_owner_thread": "app-StreamThread-1", "last_owner_role": "active",
+                       "last_owner_until": at(cleaned_at - left_before_s), "assigned_at_the_time": assigned,
+                       "source": "h0/app.log", "line_no": 9}],
+        task_lifecycles=[{"host": "h0", "run_id": "h0#1", "stream_thread": "app-StreamThread-1", "task_id": "0_1",
+                          "role": "active", "phase": "assigned", "start": at(cleaned_at + back_after_s),
+                          "source": "h0/app.log", "line_no": 20}])
+
+
+def test_cleaner_routine_cleanup_of_a_task_that_left_long_ago_is_info(spark):
+    found = run_detectors(_cleanup(spark, left_before_s=1800), only=["cleaner-races-assignment"])
+    assert raised(found, "cleaner-races-assignment") == [] and [f.severity for f in found] == ["info"]
+
+
+@pytest.mark.parametrize("case", ["assigned", "left-recently"])
+def test_cleaner_deleting_an_assigned_or_just_released_directory_is_a_race(spark, case):
+    tl = _cleanup(spark, left_before_s=1800, assigned=True) if case == "assigned" else _cleanup(spark, left_before_s=60)
+    (finding,) = raised(run_detectors(tl, only=["cleaner-races-assignment"]), "cleaner-races-assignment")
+    assert finding.tasks == ["0_1"]
+
+
+def _scratch(spark, previous_end):
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "end_kind": previous_end, "end": at(100)},
+            {"host": "h0", "run_id": "h0#2", "run_no": 2, "end_kind": "unknown"}]
+    restorations = [{"host": "h0", "run_id": "h0#2", "task_id": f"0_{p}", "topic": "app-store-changelog",
+                     "partition": p, "start": at(200), "end": at(800), "start_offset": 0, "end_offset": 2_000_000,
+                     "records": 2_000_000, "from_scratch": True, "completed": True, "start_source": "h0/app.log",
+                     "start_line_no": 10 + p, "source": "h0/app.log", "line_no": 20 + p} for p in range(2)]
+    return make_timeline(spark, process_runs=runs, restorations=restorations)
+
+
+def test_restore_from_scratch_after_a_crash_is_a_warning(spark):
+    (finding,) = raised(run_detectors(_scratch(spark, "crash"), only=["restore-from-scratch"]), "restore-from-scratch")
+    assert finding.tasks == ["0_0", "0_1"]
+
+
+def test_restore_from_scratch_after_a_clean_restart_is_routine(spark):
+    found = run_detectors(_scratch(spark, "clean"), only=["restore-from-scratch"])
+    assert raised(found, "restore-from-scratch") == [] and [f.severity for f in found] == ["info"]
+
+
+def test_rebalance_storm_fires_on_many_generations_and_not_on_a_rolling_restart(spark):
+    def gens(n):
+        return [{"group_id": "app", "generation": g, "host": f"h{g % 3}", "run_id": f"h{g % 3}#1",
+                 "joined": at(20 * g), "source": f"h{g % 3}/app.log", "line_no": g} for g in range(1, n + 1)]
+
+    lost = [ev(40, at(70), "stream-thread [app-StreamThread-1] at state RUNNING: partitions [orders-1] lost due to "
+                           "missed rebalance.\n\tlost active tasks: [0_1]\n\tlost assigned standby tasks: []\n",
+               "PARTITIONS_LOST", host="h1", run_id="h1#1")]
+    (finding,) = raised(run_detectors(make_timeline(spark, generations=gens(8), events=lost), only=["rebalance-storm"]),
+                        "rebalance-storm")
+    assert len(finding.hosts) == 3
+    # A storm that loses nothing is a pause, not damage; a rolling restart is not a storm at all.
+    assert [f.severity for f in run_detectors(make_timeline(spark, generations=gens(8)), only=["rebalance-storm"])] == ["info"]
+    assert run_detectors(make_timeline(spark, generations=gens(3)), only=["rebalance-storm"]) == []
+
+
+def _runs(end_kinds):
+    return [{"host": "h0", "run_id": f"h0#{n}", "run_no": n, "product": "kafka-streams", "start": at(100 * n),
+             "end": at(100 * n + 50), "end_kind": kind, "guarantee": "at_least_once", "end_source": "h0/app.log",
+             "end_line_no": 10 * n, "source": "h0/app.log", "line_no": 10 * n - 5}
+            for n, kind in enumerate(end_kinds, 1)]
+
+
+def test_unclean_shutdown_one_finding_per_host_and_quiet_after_clean_stops(spark):
+    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=_runs(["crash", "crash", "unknown"])),
+                                      only=["unclean-shutdown"]), "unclean-shutdown")
+    assert finding.hosts == ["h0"] and finding.impact.figures["runs"] == 2
+    assert run_detectors(make_timeline(spark, process_runs=_runs(["clean", "unknown"])), only=["unclean-shutdown"]) == []
+
+
+def test_eos_wipe_is_a_warning_only_after_a_clean_stop(spark):
+    runs = _runs(["clean", "unknown"])
+    wipes = [{"host": "h0", "run_id": "h0#2", "task_id": "0_1", "ts": at(210), "reason": "task-corrupted",
+              "source": "h0/app.log", "line_no": 30}]
+    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=runs, wipes=wipes),
+                                      only=["eos-task-corruption-wipe"]), "eos-task-corruption-wipe")
+    assert finding.tasks == ["0_1"]
+    after_crash = run_detectors(make_timeline(spark, process_runs=_runs(["crash", "unknown"]), wipes=wipes),
+                                only=["eos-task-corruption-wipe"])
+    assert raised(after_crash, "eos-task-corruption-wipe") == [] and [f.severity for f in after_crash] == ["info"]
+
+
+def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(spark):
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "start": at(0), "end": at(4000), "end_kind": "unknown",
+             "guarantee": "exactly_once_v2", "version": "4.0.1"}]
+
+    def write(seconds, line_no):
+        return {"host": "h0", "task_id": "0_1", "ts": at(seconds), "kind": "written", "origin": "log",
+                "run_id": "h0#1", "source": "h0/app.json", "line_no": line_no}
+
+    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3)]),
+                                      only=["eos-checkpoint-stale-during-running"]), "eos-checkpoint-stale-during-running")
+    assert finding.tasks == ["0_1"]
+    rewritten = make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3), write(3990, 90)])
+    assert run_detectors(rewritten, only=["eos-checkpoint-stale-during-running"]) == []
+
+
+def test_kinesis_management_trail_and_default_logging_one_finding_per_node(spark):
+    """Only DeleteTable/CreateTable in CloudTrail and the ERROR lines: the retry's deletion one administrative
+    yield after each start failure ties the failure to its table; a table dropped right after its copy migrated."""
+    from test_detectors import _step
+
+    def error(line_no, seconds, component):
+        message = NOT_FOUND.replace(KINESIS_ID, component).replace(
+            "ResourceNotFoundException: Requested resource not found",
+            "DynamoDbException: One or more parameter values were invalid: Missing the key leaseKey in the item")
+        return ev(line_no, at(seconds), message, "PROCESSOR_START_FAILED", host="nifi-1", source="nifi-1/nifi-app.log",
+                  product="nifi", component_id=component, component_type="ConsumeKinesis")
+
+    steps, events = [], []
+    for n, (table, created, failed_at) in enumerate((("orders", 10.0, 16.1), ("payments", 11.0, 17.3),
+                                                     ("clicks", 12.0, None))):
+        steps += [_step(table, at(created - 5), "CHECKPOINT_TABLE_DELETED", 100 + n),
+                  _step(table, at(created), "CHECKPOINT_TABLE_CREATED", 200 + n),
+                  _step(f"{table}_migration", at(failed_at + 30.1 if failed_at else created + 5.2),
+                        "MIGRATION_TABLE_DELETED", 300 + n)]
+        if failed_at:
+            events.append(error(10 + n, failed_at, f"5f0c2a1e-0197-1000-9d3e-3b8c5e2f4a1{n}"))
+    tl = make_timeline(spark, events=events, migration_steps=steps,
+                       process_runs=[{"host": "nifi-1", "run_id": "nifi-1#1", "run_no": 1, "product": "nifi",
+                                      "version": "2.9.0"}])
+    (finding,) = raised(run_detectors(tl, only=["kinesis-checkpoint-migration-loss"]), "kinesis-checkpoint-migration-loss")
+    assert (finding.hosts, finding.tasks) == (["nifi-1"], ["orders", "payments"])
