@@ -254,9 +254,10 @@ def version_ranges(events: DataFrame) -> DataFrame:
     family = family.withColumn("_r", F.row_number().over(best_family)).where("_r = 1").select("run_id", "family")
     votes = ev.join(family, ["run_id", "family"]).join(F.broadcast(lines), "family").where(
         F.col("line").between(F.col("v_lo"), F.col("v_hi")))
+    # Ties broken by template id, so the evidence reads the same on every engine and partitioning.
     per_line = votes.groupBy("run_id", "line").agg(F.count(F.lit(1)).alias("votes"),
-                                                   F.min_by("template_id", "v_hi").alias("hi_by"),
-                                                   F.max_by("template_id", "v_lo").alias("lo_by"))
+                                                   F.min_by("template_id", F.struct("v_hi", "template_id")).alias("hi_by"),
+                                                   F.max_by("template_id", F.struct("v_lo", "template_id")).alias("lo_by"))
     top = Window.partitionBy("run_id")
     best = per_line.withColumn("_max", F.max("votes").over(top)).where(F.col("votes") == F.col("_max"))
     ranges = best.groupBy("run_id").agg(F.min("line").alias("lo"), F.max("line").alias("hi"),
