@@ -37,8 +37,6 @@ OPEN_GAPS: dict[tuple[str, str], str] = {
         "NiFi 1.28 runs without a version banner get the range 1.12-1.28, wider than one minor line",
     ("runs", "nifi-flowfile-repo-not-restored-healthy"):
         "NiFi 1.28 runs without a version banner get the range 1.12-1.28, wider than one minor line",
-    ("runs", "nifi-kinesis-2.10.0-node-restart-steady-debug"):
-        "the run still going at collection on kin-nifi-2 ends 'clean' instead of 'unknown'",
 }
 
 

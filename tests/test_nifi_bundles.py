@@ -18,14 +18,13 @@ RAISED = ("critical", "warning")
 
 
 @pytest.fixture(scope="module")
-def analysed(spark, tmp_path_factory):
-    from toolkit.pipeline import analyse
-
+def analysed(analysis_of):
+    """``analysed(name) -> (analysis, findings)``: the session's analysis of the bundle, detected once here."""
     done: dict[str, tuple] = {}
 
     def get(name: str):
         if name not in done:
-            analysis = analyse(spark, BUNDLES / name, tmp_path_factory.mktemp(name), cache=None)
+            analysis = analysis_of(f"bundles/{name}")
             done[name] = (analysis, run_detectors(analysis.timeline))
         return done[name]
 

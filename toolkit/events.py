@@ -434,6 +434,17 @@ def _marker_kind(message: Column) -> Column:
             .when(message.rlike(r"^(?:Starting NiFi \S+ using Java |Launching NiFi\.\.\.)"), F.lit("nifi")))
 
 
+#: Loggers of NiFi's bootstrap process (``nifi-bootstrap.log``), full or abbreviated.
+NIFI_BOOTSTRAP_LOGGER = r"^(?:org\.apache\.nifi\.bootstrap|o\.a\.n\.b)\."
+
+
+def is_nifi_bootstrap(df: DataFrame) -> Column:
+    """True on rows NiFi's bootstrap process logged (by logger, or by template on events without one)."""
+    by_logger = F.col("logger").rlike(NIFI_BOOTSTRAP_LOGGER) if "logger" in df.columns else F.lit(False)
+    by_template = F.col("template_id").startswith("nifi.bootstrap.") if "template_id" in df.columns else F.lit(False)
+    return F.coalesce(by_logger, F.lit(False)) | F.coalesce(by_template, F.lit(False))
+
+
 def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds: int = 5) -> DataFrame:
     """Add ``run_no`` (int) and ``run_id`` (``<host>#<n>``): the process run of each row, per host.
 
@@ -445,7 +456,8 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     host's first, when more than ``startup_gap_seconds`` passed since the previous marker, or when
     a marker of the same kind was already printed more than ``same_start_seconds`` earlier (each kind
     is printed once per start, so a quick restart is a new run, not part of the previous start);
-    markers within ``same_start_seconds`` of such a start belong to it. Lines the JVM printed on its
+    markers within ``same_start_seconds`` of such a start belong to it. NiFi bootstrap lines take the run in
+    progress (the first run before any). Lines the JVM printed on its
     ``main`` thread just before a start marker (framework banners, ``Starting ... with PID``) belong to
     the run that marker opens; in layouts without thread names, so does the burst of lines right before
     the marker that follows a silence of ``STARTUP_SILENCE_SECONDS``. Other rows before the first marker get run 0. Rows without ``ts`` take
@@ -495,8 +507,10 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     # A JVM prints on its "main" thread before the first marker (framework banners, "Starting ... with PID");
     # those lines open the next run rather than close the previous one.
     after = order.rowsBetween(1, Window.unboundedFollowing)
+    boot = is_nifi_bootstrap(df)
     main = F.coalesce(F.lower(F.col("thread")).isin(*STARTUP_THREADS), F.lit(False)) if "thread" in df.columns \
         else F.lit(False)
+    main = main & ~boot
     result = result.withColumn("_main", main)
     next_start = F.first(F.when(F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
     next_other = F.first(F.when(~F.col("_main") & ~F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
@@ -517,6 +531,11 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     by_burst = no_thread & ~F.col("_starts_run") & soon & (next_start_burst == F.col("_burst"))
     opens_next = by_main_thread | F.coalesce(by_burst, F.lit(False))
     result = result.withColumn("run_no", F.when(opens_next, F.col("run_no") + 1).otherwise(F.col("run_no")))
+    # NiFi's bootstrap launches the first run before that run's first line: its lines go with the run in
+    # progress, or with the first run when none is yet.
+    host_has_marker = F.max(F.col("_marker").cast("int")).over(Window.partitionBy("host")) == 1
+    result = result.withColumn("run_no", F.when(boot & (F.col("run_no") == 0) & host_has_marker, F.lit(1))
+                               .otherwise(F.col("run_no")))
     result = result.withColumn("run_id", F.concat_ws("#", F.coalesce(F.col("host"), F.lit("?")), F.col("run_no").cast("string")))
     return result.drop("_order_ts", "_strong", "_weak", "_host_has_strong", "_marker", "_starts_run", "_kind",
                        "_candidate", "_main", "_burst")
@@ -530,18 +549,23 @@ STARTUP_BURST_SECONDS = 120
 STARTUP_SILENCE_SECONDS = 5
 
 
+
+
 def run_bounds(records: DataFrame) -> DataFrame:
     """Per host and process run (the numbering of :func:`tag_runs`), its first and last line of any kind.
 
     Columns: ``host``, ``run_no``, ``run_id``, ``first_ts``, ``first_source``, ``last_ts``, ``last_source``, ``last_line_no``,
     ``last_text``, ``lines``, ``last_of_file`` (the run's last line is the last line of its file). Classified
     events alone miss the application's own lines, so a run's end is taken from here; lines no layout
-    understands (``layout = 'unparsed'``: a supervisor's or shell's lines) are left out.
+    understands (``layout = 'unparsed'``: a supervisor's or shell's lines) and NiFi bootstrap lines are left out.
     """
     # Lines no layout understands are not the application's (a supervisor's "Main process exited", a shell
     # prompt in a pasted log): they neither extend nor open a run.
     parsed = F.col("layout").isNull() | (F.col("layout") != "unparsed") if "layout" in records.columns else F.lit(True)
     keep = [c for c in ("host", "source", "line_no", "ts", "thread", "message") if c in records.columns]
+    # NiFi's bootstrap is another JVM that outlives the application (it logs the launch before and the
+    # termination after): its lines neither open, extend nor end the application's run.
+    parsed = parsed & ~is_nifi_bootstrap(records)
     base = records.where(F.col("host").isNotNull() & parsed).select(*keep)
     file_end = base.groupBy("host", "source").agg(F.max("line_no").alias("_file_last"))
     tagged = tag_runs(base).where(F.col("ts").isNotNull())

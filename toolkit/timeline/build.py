@@ -12,6 +12,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from toolkit.events import is_nifi_bootstrap
 from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.schemas import TABLES
 
@@ -103,6 +104,8 @@ def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame 
     error = _is(ERROR_STOP) | to_error | stopped_in_error
     died = _is(THREAD_DIED)
     ev = ev.withColumn("_evidence", F.struct("ts", "line_no", "source", _first_line().alias("text")))
+    # The bootstrap's lines speak about the application's run (launch, termination) but are not part of it.
+    ev = ev.withColumn("_app", ~is_nifi_bootstrap(ev))
     runs = ev.groupBy("host", "run_id", "run_no").agg(
         # A Streams run also logs Kafka client lines; name the run after the richer product.
         F.max(F.struct(F.when(F.col("product") == "kafka-client", 0).otherwise(1), F.col("product"))).alias("_product"),
@@ -115,12 +118,14 @@ def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame 
         F.first(F.when(F.col("event").isin("NIFI_STARTING", "NIFI_STARTED") & F.col("version").isNotNull(),
                        F.struct("version", "source", "line_no", _first_line().alias("text"))),
                 ignorenulls=True).alias("_nifi_banner"),
-        F.min("ts").alias("_ev_start"),
-        F.max(F.struct("ts", "line_no", "source", _first_line().alias("text"))).alias("_ev_last"),
+        F.coalesce(F.min(F.when(F.col("_app"), F.col("ts"))), F.min("ts")).alias("_ev_start"),
+        F.coalesce(F.max(F.when(F.col("_app"), F.struct("ts", "line_no", "source", _first_line().alias("text")))),
+                   F.max(F.struct("ts", "line_no", "source", _first_line().alias("text")))).alias("_ev_last"),
         F.max(F.when(clean, F.col("_evidence"))).alias("_clean"),
         F.max(F.when(error, F.col("_evidence"))).alias("_error"),
         F.max(F.when(died, F.col("_evidence"))).alias("_died"),
-        F.min(F.struct("ts", "line_no", "source")).alias("_first"),
+        F.coalesce(F.min(F.when(F.col("_app"), F.struct("ts", "line_no", "source"))),
+                   F.min(F.struct("ts", "line_no", "source"))).alias("_first"),
     )
     if bounds is not None:
         runs = runs.join(bounds.select("host", "run_no", "first_ts", "first_source", "last_ts", "last_source",
