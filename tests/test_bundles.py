@@ -25,8 +25,6 @@ OPEN_GAPS: dict[tuple[str, str], str] = {
     ("expected", "kafka20685-4.0.1-ecs-json-debug"):
         "eos-checkpoint-stale-during-running is placed on risk-engine-0 with no tasks instead of risk-engine-1 "
         "(0_1, 0_4)",
-    ("expected", "nifi16003-2.10.0-k8s-debug-throttled-copy"):
-        "2.10.0's 're-copying before deletion' line is taken as a successful copy; no finding",
     ("expected", "nifi16003-2.9.0-cluster-default-logging"):
         "the nifi-1 finding misses payments-ingest (a table whose failure shows only in CloudTrail)",
     ("must_not", "healthy-rebalance-storm-3.4.1-logback-ttll"):

@@ -18,7 +18,9 @@ copy failure is a failed ``PutItem`` into the re-created table (any CloudTrail e
 start failure (whatever its error text). Only ERROR lines of nifi-app.log (default logging, no AWS
 evidence): ``possible`` with the evidence to collect (``critical`` for the ``Missing the key
 leaseKey`` text, ``warning`` for other DynamoDB errors of a ConsumeKinesis start). A migration whose
-copy succeeded never matches.
+copy succeeded never matches. On 2.10.0 the retry logs "re-copying before deletion" but, with the rename
+lock of the failed attempt still held (NIFI-16066), copies nothing and keeps ``<app>_migration``: that
+announcement with no ``Copied ..`` line after it stands in for the deletion.
 """
 
 from __future__ import annotations
@@ -54,7 +56,11 @@ DELETED = ("CHECKPOINT_TABLE_DELETED", "CHECKPOINT_TABLE_DELETE_CONFIRMED")
 CREATED = ("CHECKPOINT_TABLE_CREATED", "CHECKPOINT_TABLE_CREATE_REQUESTED", "CHECKPOINT_TABLE_ACTIVE")
 COPY_FAILED = ("MIGRATION_COPY_FAILED",)
 MIGRATION_GONE = ("MIGRATION_TABLE_DELETED", "LINGERING_MIGRATION_DELETED")
-COPIED = ("MIGRATION_COPY_COMPLETED", "LINGERING_MIGRATION_RECOPY")
+COPIED = ("MIGRATION_COPY_COMPLETED",)
+#: "... still exists from a prior rename; ..., re-copying before deletion": the retry found the lingering table. Only a
+#: "Copied .." line after it is a re-copy: on 2.10.0 the rename lock left by the failed attempt (NIFI-16066) makes
+#: the retry skip the copy and start on the empty table.
+RECOPY_ANNOUNCED = ("LINGERING_MIGRATION_RECOPY",)
 
 
 def _copy_failures(steps, base):
@@ -89,7 +95,8 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     per_table = failures
     # Conditional aggregation keeps every failed table, whatever else is (not) in the evidence.
     for name, names, where, before in (("deleted", DELETED, base, True), ("created", CREATED, base, True),
-                                       ("gone", MIGRATION_GONE, migration, False)):
+                                       ("gone", MIGRATION_GONE, migration, False),
+                                       ("retried", RECOPY_ANNOUNCED, base, False)):
         part = steps.where(where & F.col("step").isin(*names)).select(
             "base_table", F.struct("ts", "source", "line_no").alias("s"))
         joined = per_table.join(part, "base_table", "left")
@@ -100,7 +107,8 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     copied = steps.where(base & (F.col("step").isin(*COPIED) | ((F.col("step") == "CLOUDTRAIL_PUT_ITEM")
                                                                & F.col("error_code").isNull()))).select(
         "base_table", F.col("ts").alias("copy_ts"))
-    per_table = per_table.join(copied, "base_table", "left").groupBy("base_table", "f", "deleted", "created", "gone").agg(
+    per_table = per_table.join(copied, "base_table", "left").groupBy("base_table", "f", "deleted", "created", "gone",
+                                                                    "retried").agg(
         F.max(F.when((F.col("copy_ts") > F.col("f.ts")) & (F.col("gone").isNull() | (F.col("copy_ts") <= F.col("gone.ts"))),
                      F.lit(1)).otherwise(F.lit(0))).alias("recopied"))
     every_table = rows(per_table, 200, order=["base_table"])
@@ -189,7 +197,8 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
             f=_Step(e.ts, e.source, e.line_no, "log", "start failure between the re-creation and the deletion of "
                                                       f"{c.base_table}_migration one administrative yield later"),
             deleted=_Step(legacy.ts, legacy.source, legacy.line_no) if legacy else None,
-            created=_Step(c.ts, c.source, c.line_no), gone=_Step(drop.ts, drop.source, drop.line_no), recopied=0)
+            created=_Step(c.ts, c.source, c.line_no), gone=_Step(drop.ts, drop.source, drop.line_no), retried=None,
+            recopied=0)
         out.append((inferred, e))
     return out
 
@@ -268,8 +277,10 @@ def _impact(table: str, shards, positions, migrated_items) -> Impact:
 
 def _table_finding(tl, t, error, versions) -> Finding:
     table = t.base_table
+    # Without a deletion, a retry that announced the re-copy and copied nothing ends the story just as surely.
+    skipped = t.retried if t.gone is None else None
     seen = {"legacy table deleted": t.deleted, "table re-created": t.created, "copy failed": t.f,
-            "migration table deleted": t.gone}
+            **({"retry skipped the re-copy": skipped} if skipped is not None else {"migration table deleted": t.gone})}
     confirmed = all(v is not None for v in seen.values())
     missing_parts = [k for k, v in seen.items() if v is None]
     shards, positions = _shard_facts(tl, table)
@@ -292,12 +303,18 @@ def _table_finding(tl, t, error, versions) -> Finding:
         + (f" ({t.f.detail})" if t.f.detail else "") + ". "
         + (f"On the automatic retry after the administrative yield the processor deleted {table}_migration at "
            f"{fmt_ts(t.gone.ts)} without copying it: "
-           if t.gone else f"No deletion of {table}_migration is in the evidence yet; on 2.9.0 the automatic "
+           if t.gone else
+           f"On the automatic retry at {fmt_ts(skipped.ts)} the processor announced a re-copy from {table}_migration "
+           f"but copied nothing (the rename lock of the failed attempt was never released, NIFI-16066) and started "
+           f"on the empty {table}; the old checkpoints are still in {table}_migration, so they can be restored by "
+           f"hand, but NiFi does not use them: "
+           if skipped is not None else f"No deletion of {table}_migration is in the evidence yet; on 2.9.0 the automatic "
                           f"@OnScheduled retry after the administrative yield ({ADMINISTRATIVE_YIELD_S} s by default, "
                           f"so from about {fmt_ts(t.f.ts + timedelta(seconds=ADMINISTRATIVE_YIELD_S))}) deletes it "
                           f"without copying: ")
-        + "no copy of the shard checkpoints exists anymore and every shard restarted from the Initial Stream "
-          "Position. This is NIFI-16003.")
+        + ("" if skipped is not None else "no copy of the shard checkpoints exists anymore and ")
+        + "every shard restarted from the Initial Stream Position. This is NIFI-16003"
+        + (" with the NIFI-16066 retry." if skipped is not None else "."))
     missing = [] if confirmed else missing_steps(
         ID, *[f"evidence of '{k}' for {table} (CloudTrail DeleteTable/CreateTable/PutItem events, or INFO logging of "
               f"org.apache.nifi.processors.aws.kinesis)" for k in missing_parts])
