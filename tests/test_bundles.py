@@ -25,8 +25,6 @@ OPEN_GAPS: dict[tuple[str, str], str] = {
     ("expected", "kafka20685-4.0.1-ecs-json-debug"):
         "eos-checkpoint-stale-during-running is placed on risk-engine-0 with no tasks instead of risk-engine-1 "
         "(0_1, 0_4)",
-    ("expected", "nifi16003-2.9.0-cluster-default-logging"):
-        "the nifi-1 finding misses payments-ingest (a table whose failure shows only in CloudTrail)",
     ("must_not", "healthy-rebalance-storm-3.4.1-logback-ttll"):
         "lost partitions that come back to the same idle host are reported as at-least-once reprocessing",
     ("extra", "healthy-rebalance-storm-3.4.1-logback-ttll"):

@@ -621,3 +621,25 @@ def test_kinesis_management_trail_and_default_logging_one_finding_per_node(spark
                                       "version": "2.9.0"}])
     (finding,) = raised(run_detectors(tl, only=["kinesis-checkpoint-migration-loss"]), "kinesis-checkpoint-migration-loss")
     assert (finding.hosts, finding.tasks) == (["nifi-1"], ["orders", "payments"])
+
+
+def test_kinesis_failures_pair_with_the_host_of_the_tables_caller():
+    """CloudTrail times are whole seconds: two tables of one node and one of another, all failing within a
+    second. Timing alone pairs table b with the other node's failure; the caller (source IP) keeps each
+    node's tables on that node."""
+    from types import SimpleNamespace as N
+
+    from toolkit.detectors.kinesis_checkpoint_migration_loss import _consistent_pairs
+
+    def table(name, actor):
+        return N(base_table=name, actor=actor)
+
+    def failure(host, line):
+        return N(host=host, source=f"{host}/nifi-app.log", line_no=line)
+
+    a, b, c = table("a", "10.0.0.1"), table("b", "10.0.0.1"), table("c", "10.0.0.2")
+    n1a, n1b, n2c = failure("n1", 10), failure("n1", 11), failure("n2", 12)
+    candidates = [(0.2, a, None, n1a), (0.9, a, None, n1b), (0.8, b, None, n1a), (0.7, b, None, n1b),
+                  (0.1, b, None, n2c), (0.3, c, None, n2c), (0.95, c, None, n1b)]
+    pairs = {(c_.base_table, e.host, e.line_no) for _, c_, _, e in _consistent_pairs(candidates)}
+    assert pairs == {("a", "n1", 10), ("b", "n1", 11), ("c", "n2", 12)}

@@ -25,6 +25,8 @@ announcement with no ``Copied ..`` line after it stands in for the deletion.
 
 from __future__ import annotations
 
+import itertools
+import math
 from datetime import timedelta
 
 from pyspark.sql import functions as F
@@ -159,10 +161,11 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
     ``<app>`` re-created, a ConsumeKinesis start failure with a DynamoDB error after it, and
     ``<app>_migration`` deleted one administrative yield after that failure (the automatic retry),
     with no successful copy in between. Each failure line explains one table: the one whose
-    deletion came closest to one yield after it.
+    deletion came closest to one yield after it, among the tables whose CloudTrail caller maps to the
+    failure's host (see :func:`_consistent_pairs`).
     """
     created = rows(steps.where(base & F.col("step").isin(*CREATED)).select(
-        "base_table", "ts", "source", "line_no"), 500, order=["ts"])
+        "base_table", "ts", "source", "line_no", "actor"), 500, order=["ts"])
     gone = rows(steps.where(migration & F.col("step").isin(*MIGRATION_GONE)).select(
         "base_table", "ts", "source", "line_no"), 500, order=["ts"])
     copied = rows(steps.where(base & (F.col("step").isin(*COPIED) | ((F.col("step") == "CLOUDTRAIL_PUT_ITEM")
@@ -184,12 +187,8 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
             off = abs((drop.ts - e.ts).total_seconds() - ADMINISTRATIVE_YIELD_S)
             if off <= MATCH_WINDOW_S:
                 candidates.append((off, c, drop, e))
-    used_tables, used_errors, out = set(), set(), []
-    for off, c, drop, e in sorted(candidates, key=lambda x: x[0]):
-        if c.base_table in used_tables or (e.source, e.line_no) in used_errors:
-            continue
-        used_tables.add(c.base_table)
-        used_errors.add((e.source, e.line_no))
+    out = []
+    for off, c, drop, e in _consistent_pairs(candidates):
         legacy = max((d for d in deleted if d.base_table == c.base_table and d.ts <= c.ts), key=lambda d: d.ts,
                      default=None)
         inferred = _InferredTable(
@@ -201,6 +200,49 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
             recopied=0)
         out.append((inferred, e))
     return out
+
+
+#: Beyond this many caller-to-host mappings, pairs are chosen on timing alone.
+MAX_ACTOR_MAPPINGS = 50_000
+
+
+def _greedy(candidates):
+    """Closest-in-time pairs first; each table and each failure line used once."""
+    used_tables, used_errors, pairs = set(), set(), []
+    for candidate in sorted(candidates, key=lambda x: x[0]):
+        _, c, _, e = candidate
+        if c.base_table in used_tables or (e.source, e.line_no) in used_errors:
+            continue
+        used_tables.add(c.base_table)
+        used_errors.add((e.source, e.line_no))
+        pairs.append(candidate)
+    return pairs
+
+
+def _consistent_pairs(candidates):
+    """Pairs of (table, failure line) where every table one CloudTrail caller re-created is paired with
+    failures of one host: the node that ran a migration made all of its calls.
+
+    CloudTrail times are whole seconds, so with several tables failing within a second timing alone
+    can pair a table with another node's failure. Each mapping of callers to distinct hosts is tried;
+    the one pairing the most tables, then closest in time, wins.
+    """
+    actors = sorted({c.actor for _, c, _, _ in candidates if c.actor})
+    hosts = sorted({e.host for _, _, _, e in candidates if e.host})
+    if not actors or not hosts:
+        return _greedy(candidates)
+    slots = hosts + [None] * len(actors)  # a caller may match no host of the logs
+    if math.perm(len(slots), len(actors)) > MAX_ACTOR_MAPPINGS:
+        return _greedy(candidates)
+    best, best_score = _greedy(candidates), None
+    for chosen in set(itertools.permutations(slots, len(actors))):
+        mapping = dict(zip(actors, chosen))
+        allowed = [x for x in candidates if not x[1].actor or mapping[x[1].actor] == x[3].host]
+        pairs = _greedy(allowed)
+        score = (-len(pairs), sum(x[0] for x in pairs))
+        if best_score is None or score < best_score:
+            best, best_score = pairs, score
+    return best
 
 
 class _Step:

@@ -641,6 +641,8 @@ def migration_steps(events: DataFrame, state: StateFacts) -> DataFrame:
         "table", F.col("time").alias("ts"), F.coalesce("event", F.concat(F.lit("CLOUDTRAIL_"), F.upper("event_name"))).alias("step"),
         F.lit("cloudtrail").alias("origin"), "host", "error_code",
         F.concat_ws(" ", "event_name", "error_code", "error_message").alias("detail"), "source", "line_no",
+        F.coalesce(*[F.col(c) for c in ("source_ip", "user_arn") if c in ct.columns], F.lit(None).cast("string"))
+        .alias("actor"),
     ) if "event_name" in ct.columns else ct.limit(0)
     steps = _conform(logs.unionByName(failed).withColumn("base_table", F.regexp_replace("table", "_migration$", "")),
                      "migration_steps")

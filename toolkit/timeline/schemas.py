@@ -111,7 +111,9 @@ NIFI_PROCESSOR_EVENTS = _s(
 #: DynamoDB checkpoint-table migration steps per table, from NiFi logs and CloudTrail.
 MIGRATION_STEPS = _s(
     ("table", StringType), ("base_table", StringType), ("ts", TimestampType), ("step", StringType),
-    ("origin", StringType), ("host", StringType), ("error_code", StringType), ("detail", StringType), *EVIDENCE,
+    ("origin", StringType), ("host", StringType), ("error_code", StringType), ("detail", StringType),
+    # CloudTrail's caller (source IP, else the identity ARN): the steps one node made share it.
+    ("actor", StringType), *EVIDENCE,
 )
 
 #: Per-host clock offset estimate (host clock minus reference clock).
