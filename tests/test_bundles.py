@@ -22,9 +22,6 @@ NAMES = sorted(p.name for p in BUNDLES.iterdir() if (p / "EXPECTED.json").is_fil
 OPEN_GAPS: dict[tuple[str, str], str] = {
     ("expected", "alos-reprocessing-2.8.2-journald-logback-info"):
         "the fencing finding on settle-3 names no task (0_5): tasks of a fenced thread are not resolved",
-    ("expected", "kafka20685-4.0.1-ecs-json-debug"):
-        "eos-checkpoint-stale-during-running is placed on risk-engine-0 with no tasks instead of risk-engine-1 "
-        "(0_1, 0_4)",
     ("must_not", "healthy-rebalance-storm-3.4.1-logback-ttll"):
         "lost partitions that come back to the same idle host are reported as at-least-once reprocessing",
     ("extra", "healthy-rebalance-storm-3.4.1-logback-ttll"):

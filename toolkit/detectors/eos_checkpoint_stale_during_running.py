@@ -33,7 +33,9 @@ def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
         F.col("capture_time").between(F.col("start"), F.col("end") + F.expr("INTERVAL 10 MINUTES"))
         & (F.unix_timestamp("capture_time") - F.unix_timestamp("file_mtime") > STALE_AFTER_S))
     cap_rows = rows(captured, 30, order=["host", "task_id"])
-    writes = tl.checkpoints.where((F.col("kind") == "written") & (F.col("origin") == "log")).join(
+    # A write that names no task ("Checkpointing state of all restoring tasks ..") cannot be followed per task.
+    writes = tl.checkpoints.where((F.col("kind") == "written") & (F.col("origin") == "log")
+                                  & F.col("task_id").isNotNull()).join(
         runs.select("host", "run_id", F.col("end").alias("run_end"), "version"), ["host", "run_id"])
     followups = tl.checkpoints.where(F.col("kind").isin("written", "deleted", "read", "wiped")).select(
         "host", "run_id", "task_id", F.col("ts").alias("next_ts"))
