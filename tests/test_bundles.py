@@ -20,8 +20,6 @@ NAMES = sorted(p.name for p in BUNDLES.iterdir() if (p / "EXPECTED.json").is_fil
 #: Known open gaps: (test, bundle) -> what is still wrong. Strict: a gap that closes fails the run until it
 #: is removed from here, so this list always says exactly what is left.
 OPEN_GAPS: dict[tuple[str, str], str] = {
-    ("expected", "alos-reprocessing-2.8.2-journald-logback-info"):
-        "the fencing finding on settle-3 names no task (0_5): tasks of a fenced thread are not resolved",
     ("must_not", "healthy-rebalance-storm-3.4.1-logback-ttll"):
         "lost partitions that come back to the same idle host are reported as at-least-once reprocessing",
     ("extra", "healthy-rebalance-storm-3.4.1-logback-ttll"):

@@ -95,9 +95,33 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
         finding = _crash_finding(host, mine, rates, commits, restored)
         finding.tasks = sorted(set(finding.tasks) | {t for r in mine for t in owned.get(r.run_id, ()) if t})
         findings.append(finding)
+    closed = _closed_dirty_after(tl, lost)
     for host in sorted({r.host for r in lost}):
-        findings.append(_lost_finding(host, [r for r in lost if r.host == host], rates))
+        finding = _lost_finding(host, [r for r in lost if r.host == host], rates)
+        finding.tasks = sorted(set(finding.tasks) | closed.get(host, set()))
+        findings.append(finding)
     return findings
+
+
+#: A fenced or partition-losing thread closes its tasks dirty right after (its own lines name them when the
+#: interruption line does not).
+CLOSE_AFTER_INTERRUPTION_S = 30
+
+
+def _closed_dirty_after(tl, lost) -> dict[str, set]:
+    """Per host, the tasks the interrupted thread closed dirty within ``CLOSE_AFTER_INTERRUPTION_S``."""
+    if not lost:
+        return {}
+    moments = tl.events.where(F.col("event").isin(*INTERRUPTIONS) & F.col("stream_thread").isNotNull()).select(
+        "host", "run_id", "stream_thread", F.col("ts").alias("at"))
+    dirty = tl.events.where((F.col("event") == "TASK_CLOSED_DIRTY") & F.col("task_id").isNotNull()).select(
+        "host", "run_id", "stream_thread", "task_id", "ts")
+    near = dirty.join(moments, ["host", "run_id", "stream_thread"]).where(
+        (F.col("ts") >= F.col("at")) & (F.col("ts") <= F.col("at") + F.expr(f"INTERVAL {CLOSE_AFTER_INTERRUPTION_S} SECONDS")))
+    out: dict[str, set] = {}
+    for r in rows(near.select("host", "task_id").distinct(), 500):
+        out.setdefault(r.host, set()).add(r.task_id)
+    return out
 
 
 def _restores_after(tl, crashed) -> dict:
