@@ -20,10 +20,6 @@ NAMES = sorted(p.name for p in BUNDLES.iterdir() if (p / "EXPECTED.json").is_fil
 #: Known open gaps: (test, bundle) -> what is still wrong. Strict: a gap that closes fails the run until it
 #: is removed from here, so this list always says exactly what is left.
 OPEN_GAPS: dict[tuple[str, str], str] = {
-    ("must_not", "healthy-rebalance-storm-3.4.1-logback-ttll"):
-        "lost partitions that come back to the same idle host are reported as at-least-once reprocessing",
-    ("extra", "healthy-rebalance-storm-3.4.1-logback-ttll"):
-        "lost partitions that come back to the same idle host are reported as at-least-once reprocessing",
     ("runs", "nifi-flowfile-repo-not-restored"):
         "NiFi 1.28 runs without a version banner get the range 1.12-1.28, wider than one minor line",
     ("runs", "nifi-flowfile-repo-not-restored-healthy"):

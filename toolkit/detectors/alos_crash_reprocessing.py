@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
+    summary_before,
     evidence_lines,
     fmt_int,
     fmt_ts,
@@ -96,11 +97,21 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
         finding.tasks = sorted(set(finding.tasks) | {t for r in mine for t in owned.get(r.run_id, ()) if t})
         findings.append(finding)
     closed = _closed_dirty_after(tl, lost)
+    before = _summaries_before(tl, lost)
     for host in sorted({r.host for r in lost}):
-        finding = _lost_finding(host, [r for r in lost if r.host == host], rates)
+        mine = [r for r in lost if r.host == host]
+        finding = _lost_finding(host, mine, rates, [before.get((r.source, r.line_no)) for r in mine])
         finding.tasks = sorted(set(finding.tasks) | closed.get(host, set()))
         findings.append(finding)
     return findings
+
+
+def _summaries_before(tl, lost) -> dict[tuple, object]:
+    """Per interruption (by its line), the interrupted thread's last processing summary before it."""
+    if not lost:
+        return {}
+    moments = tl.events.where(F.col("event").isin(*INTERRUPTIONS))
+    return {(r.source, r.line_no): r.summary for r in rows(summary_before(tl, moments), 500)}
 
 
 #: A fenced or partition-losing thread closes its tasks dirty right after (its own lines name them when the
@@ -221,20 +232,32 @@ def _crash_finding(host: str, runs, rates, commits, restored) -> Finding:
     )
 
 
-def _lost_finding(host: str, lost, rates) -> Finding:
+def _lost_finding(host: str, lost, rates, before) -> Finding:
     tasks = sorted({t for r in lost for t in ([*(r.task_ids or [])] or [r.task_id]) if t})
     interval = lost[0].commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS
-    rate, summaries = _rate(rates, lost[0].run_id)
+    if all(s is not None and s.span_ms for s in before):
+        # Each interruption sized by its own thread's summary just before it.
+        rate = max(s.records / (s.span_ms / 1000) for s in before)
+        summaries = [s for s in before]
+    else:
+        rate, summaries = _rate(rates, lost[0].run_id)
     quantified = bool(summaries)
-    estimate = int(rate * interval / 1000) if rate else None
+    estimate = int(rate * interval / 1000) if rate is not None else None
+    # The threads had processed nothing just before: nothing uncommitted to process again.
+    idle = quantified and estimate == 0
     what = sorted({"lost its partitions" if r.event == "PARTITIONS_LOST" else "was fenced" for r in lost})
     return Finding(
-        detector=ID, severity="warning" if quantified else "info", confidence="likely" if quantified else "possible",
-        title=f"{host}: at-least-once thread(s) {' and '.join(what)}; uncommitted input is reprocessed by the new owner",
+        detector=ID, severity="warning" if quantified and not idle else "info",
+        confidence="likely" if quantified else "possible",
+        title=(f"{host}: at-least-once thread(s) {' and '.join(what)} while idle; nothing uncommitted to reprocess"
+               if idle else
+               f"{host}: at-least-once thread(s) {' and '.join(what)}; uncommitted input is reprocessed by the new owner"),
         explanation=(f"On {host}, under at-least-once, {len(lost)} time(s) a stream thread {' or '.join(what)} "
                      f"(first at {fmt_ts(lost[0].ts)}) without a clean revocation: its tasks "
                      f"({', '.join(tasks) or 'ids not logged'}) were closed without committing, and the next owner "
-                     "re-reads their input from the last commit. No crash is needed for this reprocessing."),
+                     "re-reads their input from the last commit. No crash is needed for this reprocessing."
+                     + (" Here the thread's last processing summary before each interruption counted no records: "
+                        "there was no uncommitted input to process again." if idle else "")),
         hosts=[host], tasks=tasks, ts=lost[0].ts,
         evidence=evidence_lines(None, [(r.source, r.line_no) for r in lost] + [(s.source, s.line_no) for s in summaries]),
         missing_evidence=[] if quantified else missing_steps(

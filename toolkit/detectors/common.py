@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import MAX_EVIDENCE, Evidence
@@ -243,3 +243,25 @@ def captured_checkpoints(tl: Any) -> DataFrame:
     files = tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull())
     return files.join(newest, ["host", "source"], "left").withColumn(
         "capture_time", F.coalesce(F.col("capture_time"), F.col("_newest"))).drop("_newest")
+
+
+def summary_before(tl: Any, moments: DataFrame) -> DataFrame:
+    """For each row of ``moments`` (events with ``host, run_id, stream_thread, ts, source, line_no``), the same
+    thread's last ``Processed N total records`` summary at or before it: the input rate just before that moment.
+
+    Columns: ``source``, ``line_no`` (of the moment), ``summary`` (struct ``ts, line_no, records, span_ms,
+    source``; ``span_ms`` is the time the summary covers). Moments without a summary before them are absent.
+    """
+    at = moments.where(F.col("stream_thread").isNotNull()).select(
+        "host", "run_id", "stream_thread", F.col("ts").alias("_at"), F.col("source").alias("_at_source"),
+        F.col("line_no").alias("_at_line"))
+    by_thread = Window.partitionBy("run_id", "stream_thread").orderBy("ts", "line_no")
+    summaries = (tl.events.where((F.col("event") == "PROCESSING_SUMMARY") & F.col("records").isNotNull()
+                                 & F.col("stream_thread").isNotNull())
+                 .withColumn("_prev", F.lag("ts").over(by_thread))
+                 .select("host", "run_id", "stream_thread", "ts", "records", "source", "line_no",
+                         F.coalesce(F.col("duration_ms").cast("double"),
+                                    (F.unix_millis("ts") - F.unix_millis("_prev")).cast("double")).alias("span_ms")))
+    return (summaries.join(at, ["host", "run_id", "stream_thread"]).where(F.col("ts") <= F.col("_at"))
+            .groupBy(F.col("_at_source").alias("source"), F.col("_at_line").alias("line_no"))
+            .agg(F.max(F.struct("ts", "line_no", "records", "span_ms", "source")).alias("summary")))

@@ -5,7 +5,8 @@ restarts restorations and lock hand-offs (KAFKA-12679 livelocks need back-to-bac
 Decision: within any window of ``WINDOW_MINUTES``, at least ``STORM_GENERATIONS`` distinct
 generations of one group (from ``generations``, all hosts merged). A rolling restart of a few
 pods stays below the threshold. A storm that cost nothing (no partitions lost, no thread fenced, no
-task corrupted or wiped during it) is ``info``; one that did is ``warning``.
+task corrupted or wiped during it; partitions lost by a thread whose last summary counted no records cost
+nothing) is ``info``; one that did is ``warning``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
-from toolkit.detectors.common import evidence_at, log_refs, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+from toolkit.detectors.common import (
+    evidence_at,
+    fmt_ts,
+    known_bug_sentences,
+    log_refs,
+    missing_steps,
+    rows,
+    run_versions,
+    summary_before,
+)
 
 ID = "rebalance-storm"
 WINDOW_MINUTES = 10
@@ -23,6 +33,8 @@ STORM_GENERATIONS = 6
 
 #: Events that show a rebalance cost more than a pause.
 COSTLY = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CORRUPTED", "TASK_CLOSED_DIRTY")
+#: Of those, the ones that cost nothing when the thread had processed no input just before.
+IDLE_HARMLESS = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CLOSED_DIRTY")
 
 
 @detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations", "process_runs", "events", "wipes"),
@@ -46,7 +58,12 @@ def rebalance_storm(tl) -> list[Finding]:
         hosts = sorted({r.host for r in rows(members.select("host").distinct(), 50) if r.host})
         until = F.lit(start).cast("timestamp") + F.expr(f"INTERVAL {WINDOW_MINUTES} MINUTES")
         in_storm = F.col("ts").between(F.lit(start).cast("timestamp"), until)
-        costs = rows(tl.events.where(F.col("event").isin(*COSTLY) & in_storm).select("event", "source", "line_no")
+        costly = tl.events.where(F.col("event").isin(*COSTLY) & in_storm)
+        # A thread that lost or dirty-closed its tasks while its last summary counted no records had nothing
+        # uncommitted: no reprocessing, no damage.
+        idle = summary_before(tl, costly.where(F.col("event").isin(*IDLE_HARMLESS))).where(
+            F.col("summary.records") == 0).select("source", "line_no")
+        costs = rows(costly.join(idle, ["source", "line_no"], "left_anti").select("event", "source", "line_no")
                      .unionByName(tl.wipes.where(in_storm).select(F.col("reason").alias("event"), "source", "line_no")),
                      6, order=["source", "line_no"])
         findings.append(Finding(
