@@ -297,6 +297,21 @@ def test_alos_reprocessing_after_lost_partitions_or_fencing_without_a_crash(spar
     assert finding.tasks == ["0_1"] and finding.hosts == ["h0"]
 
 
+def test_alos_lost_partitions_of_an_idle_thread_are_info_and_name_the_dirty_closed_tasks(spark):
+    """The thread's summary before it lost its partitions counted no records: nothing to reprocess (a busy
+    one before that does not count); the interruption line names no task, the dirty close after it does."""
+    lost = (f"stream-thread [{R1}] at state RUNNING: partitions [reservations-1] lost due to missed rebalance.\n"
+            "\tlost active tasks: []\n\tlost assigned standby tasks: []\n")
+    events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 0, R1),
+              ev(30, at(200), lost, "PARTITIONS_LOST", run_id="h0#1", stream_thread=R1),
+              ev(31, at(200.5), f"stream-thread [{R1}] task [0_1] Closed dirty", "TASK_CLOSED_DIRTY",
+                 run_id="h0#1", stream_thread=R1, task_id="0_1")]
+    (finding,) = [f for f in run_detectors(_alos(spark, events=events, end_kind="unknown"),
+                                           only=["alos-crash-reprocessing"]) if f.detector == "alos-crash-reprocessing"]
+    assert finding.severity == "info" and finding.tasks == ["0_1"]
+    assert finding.impact.figures["records_estimate"] == 0
+
+
 def test_alos_quiet_when_the_log_is_only_cut_off(spark):
     events = [_summary(10, 0.0, 60000, R1), _summary(20, 120.0, 60000, R1)]
     assert run_detectors(_alos(spark, events=events, end_kind="unknown"), only=["alos-crash-reprocessing"]) == []

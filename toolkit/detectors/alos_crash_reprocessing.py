@@ -26,13 +26,13 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
-    summary_before,
     evidence_lines,
     fmt_int,
     fmt_ts,
     known_bug_sentences,
     missing_steps,
     rows,
+    summary_before,
 )
 
 ID = "alos-crash-reprocessing"
@@ -238,7 +238,7 @@ def _lost_finding(host: str, lost, rates, before) -> Finding:
     if all(s is not None and s.span_ms for s in before):
         # Each interruption sized by its own thread's summary just before it.
         rate = max(s.records / (s.span_ms / 1000) for s in before)
-        summaries = [s for s in before]
+        summaries = list(before)
     else:
         rate, summaries = _rate(rates, lost[0].run_id)
     quantified = bool(summaries)
