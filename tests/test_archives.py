@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import io
 import os
+import stat
 import tarfile
 import time
 import zipfile
@@ -229,3 +230,49 @@ def test_directory_times_survive_extraction(tmp_path, kind):
     assert abs(root.stat().st_mtime - expected) < 1, (root, root.stat().st_mtime)
     checkpoint = root / "orders-agg" / "0_0" / ".checkpoint"
     assert checkpoint.is_file() and not bundle.problems
+
+
+def _hostile_members_tar() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name in ("ok/app.log", "../escape.log", "/etc/abs.log", "a/../../up.log", "C:/drive.log"):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(LINE), 1_772_892_000
+            tf.addfile(info, io.BytesIO(LINE))
+        link = tarfile.TarInfo("ok/link.log")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tf.addfile(link)
+        fifo = tarfile.TarInfo("ok/pipe.log")
+        fifo.type = tarfile.FIFOTYPE
+        tf.addfile(fifo)
+    return buf.getvalue()
+
+
+def _hostile_members_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name in ("ok/app.log", "../escape.log", "/etc/abs.log", "a/../../up.log", "C:/drive.log"):
+            zf.writestr(zipfile.ZipInfo(name), LINE)
+        for name, mode in (("ok/link.log", stat.S_IFLNK | 0o777), ("ok/pipe.log", stat.S_IFIFO | 0o644)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = mode << 16
+            zf.writestr(info, b"/etc/passwd")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name,build", [("hostile.tar.gz", _hostile_members_tar), ("hostile.zip", _hostile_members_zip)])
+def test_tar_and_zip_follow_one_member_policy(tmp_path, name, build):
+    """The same hostile members in a tar and in a zip: the same files kept, the same problems, nothing written
+    outside the extraction directory."""
+    b = tmp_path / "bundle" / "host-z"
+    b.mkdir(parents=True)
+    (b / name).write_bytes(build())
+    bundle = open_bundle(tmp_path / "bundle", tmp_path / "work")
+    problems = {(p.source.split("!/", 1)[1], p.problem) for p in bundle.problems if "!/" in p.source}
+    assert problems == {
+        ("../escape.log", "unsafe path in archive"), ("/etc/abs.log", "unsafe path in archive"),
+        ("a/../../up.log", "unsafe path in archive"), ("C:/drive.log", "unsafe path in archive"),
+        ("ok/link.log", "link in archive not extracted"), ("ok/pipe.log", "special file in archive not extracted"),
+    }
+    assert [f.source.split("!/", 1)[1] for f in bundle.logs] == ["ok/app.log"]
+    assert not (tmp_path / "escape.log").exists() and not (tmp_path / "work" / "escape.log").exists()

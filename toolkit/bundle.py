@@ -334,6 +334,21 @@ class _Extractor:
         self.total_bytes += written
         return True
 
+    def _admit(self, name: str, kind: str, source: str, link_detail: str = "") -> PurePosixPath | None:
+        """The one member policy of every archive format: ``kind`` is ``dir``, ``file``, ``link`` or
+        ``special``. Links and special files are refused, and so are unsafe paths (absolute, drive letters,
+        ``..``, NUL); returns the safe relative path of a directory or regular file."""
+        if kind == "link":
+            self._refuse(source, "link in archive not extracted", link_detail)
+            return None
+        if kind == "special":
+            self._refuse(source, "special file in archive not extracted", "device, fifo or other")
+            return None
+        rel = _safe_member_path(name)
+        if rel is None and kind == "file":
+            self._refuse(source, "unsafe path in archive", name)
+        return rel
+
     def _count_member(self, source: str) -> bool:
         """Count one member against the bundle-wide cap; the first refused member of each archive is reported."""
         self.members += 1
@@ -363,21 +378,14 @@ class _Extractor:
                     msource = f"{source}!/{member.name}"
                     if not self._count_member(msource):
                         break
-                    if member.isdir():
-                        rel = _safe_member_path(member.name)
-                        if rel is not None:
-                            (dest.joinpath(*rel.parts)).mkdir(parents=True, exist_ok=True)
-                            dir_mtimes.append((dest.joinpath(*rel.parts), member.mtime))
-                        continue
-                    if member.issym() or member.islnk():
-                        self._refuse(msource, "link in archive not extracted", f"points to {member.linkname}")
-                        continue
-                    if not member.isfile():
-                        self._refuse(msource, "special file in archive not extracted", "device, fifo or other")
-                        continue
-                    rel = _safe_member_path(member.name)
+                    kind = ("dir" if member.isdir() else "link" if member.issym() or member.islnk()
+                            else "file" if member.isfile() else "special")
+                    rel = self._admit(member.name, kind, msource, f"points to {member.linkname}")
                     if rel is None:
-                        self._refuse(msource, "unsafe path in archive", member.name)
+                        continue
+                    if kind == "dir":
+                        dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
+                        dir_mtimes.append((dest.joinpath(*rel.parts), member.mtime))
                         continue
                     projected = self.total_bytes + member.size
                     if compressed and projected > 1 << 24 and projected / compressed > self.limits.max_ratio:
@@ -425,22 +433,15 @@ class _Extractor:
                 if not self._count_member(msource):
                     break
                 mode = info.external_attr >> 16
-                if info.is_dir():
-                    rel = _safe_member_path(info.filename)
-                    if rel is not None:
-                        dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
-                        dir_mtimes.append((dest.joinpath(*rel.parts), _zip_mtime(info)))
-                    continue
-                if stat.S_ISLNK(mode):
-                    self._refuse(msource, "link in archive not extracted", "symbolic link")
-                    continue
-                rel = _safe_member_path(info.filename)
-                if rel is None:
-                    self._refuse(msource, "unsafe path in archive", info.filename)
-                    continue
                 # Many zip tools store permission bits only; a file type, when present, must be regular.
-                if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                    self._refuse(msource, "special file in archive not extracted", "device, fifo or other")
+                kind = ("dir" if info.is_dir() else "link" if stat.S_ISLNK(mode)
+                        else "special" if stat.S_IFMT(mode) and not stat.S_ISREG(mode) else "file")
+                rel = self._admit(info.filename, kind, msource, "symbolic link")
+                if rel is None:
+                    continue
+                if kind == "dir":
+                    dest.joinpath(*rel.parts).mkdir(parents=True, exist_ok=True)
+                    dir_mtimes.append((dest.joinpath(*rel.parts), _zip_mtime(info)))
                     continue
                 target = self._target(dest, rel, msource)
                 if target is None:
