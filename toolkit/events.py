@@ -506,18 +506,22 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     )
     # A JVM prints on its "main" thread before the first marker (framework banners, "Starting ... with PID");
     # those lines open the next run rather than close the previous one.
-    after = order.rowsBetween(1, Window.unboundedFollowing)
+    # "The nearest such row after this one" as a running frame over the reversed order: Spark recomputes a frame
+    # that ends at UNBOUNDED FOLLOWING for every row (quadratic in a host's lines), a growing one it does not.
+    reverse = Window.partitionBy("host").orderBy(F.col("_order_ts").desc_nulls_last(), F.col("source").desc(),
+                                                 F.col("line_no").desc())
+    after = reverse.rowsBetween(Window.unboundedPreceding, -1)
     boot = is_nifi_bootstrap(df)
     main = F.coalesce(F.lower(F.col("thread")).isin(*STARTUP_THREADS), F.lit(False)) if "thread" in df.columns \
         else F.lit(False)
     main = main & ~boot
     result = result.withColumn("_main", main)
-    next_start = F.first(F.when(F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
-    next_other = F.first(F.when(~F.col("_main") & ~F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
-    next_start_row = F.first(F.when(F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
-                             ignorenulls=True).over(after)
-    next_other_row = F.first(F.when(~F.col("_main") & ~F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
-                             ignorenulls=True).over(after)
+    next_start = F.last(F.when(F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
+    next_other = F.last(F.when(~F.col("_main") & ~F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
+    next_start_row = F.last(F.when(F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
+                            ignorenulls=True).over(after)
+    next_other_row = F.last(F.when(~F.col("_main") & ~F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
+                            ignorenulls=True).over(after)
     soon = next_start.isNotNull() & (next_start.cast("double") - F.col("_order_ts").cast("double") <= STARTUP_BURST_SECONDS)
     by_main_thread = (F.col("_main") & ~F.col("_starts_run") & soon
                       & (next_other.isNull() | (next_other_row >= next_start_row)))
@@ -526,7 +530,7 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
                - F.lag("_order_ts").over(order).cast("double")) >= STARTUP_SILENCE_SECONDS
     result = result.withColumn("_burst", F.sum(F.coalesce(silence, F.lit(True)).cast("int")).over(
         order.rowsBetween(Window.unboundedPreceding, 0)))
-    next_start_burst = F.first(F.when(F.col("_starts_run"), F.col("_burst")), ignorenulls=True).over(after)
+    next_start_burst = F.last(F.when(F.col("_starts_run"), F.col("_burst")), ignorenulls=True).over(after)
     no_thread = F.col("thread").isNull() if "thread" in df.columns else F.lit(True)
     by_burst = no_thread & ~F.col("_starts_run") & soon & (next_start_burst == F.col("_burst"))
     opens_next = by_main_thread | F.coalesce(by_burst, F.lit(False))
