@@ -85,8 +85,10 @@ def _inflate(path: Path, limits: Limits, stop_after: int | None, sink=None) -> t
                     data = b""
 
 
-def read_gzip_head(path: Path, limits: Limits, n: int = HEAD_CHECK_BYTES) -> GzipHead:
-    """Decompress at most ``n`` bytes from the start of a gzip file and judge what was seen."""
+def read_gzip_head(path: Path, limits: Limits, n: int | None = None) -> GzipHead:
+    """Decompress at most ``n`` (default :data:`HEAD_CHECK_BYTES`) bytes from the start of a gzip
+    file and judge what was seen."""
+    n = HEAD_CHECK_BYTES if n is None else n
     parts: list[bytes] = []
     written, damage, complete, consumed = _inflate(path, limits, n, parts.append)
     head = b"".join(parts)[:n]
@@ -130,7 +132,8 @@ def gunzip_to(src: Path, target: Path, limits: Limits, source: str, problems: li
     decomp = zlib.decompressobj(wbits=31)
     with src.open("rb") as fh, target.open("wb") as out:
         while problem is None:
-            chunk = fh.read(1 << 20)
+            # Small reads: the text one failing call decoded is lost with it, so keep that little.
+            chunk = fh.read(1 << 14)
             if not chunk:
                 if not decomp.eof:
                     problem = "truncated or corrupt gzip"
