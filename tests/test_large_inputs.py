@@ -176,3 +176,26 @@ def test_intact_gzip_is_read_by_spark_and_damaged_ones_are_recovered_on_the_driv
     assert (last["line_no"], last["line_count"]) == (total, 1)
     assert last["message"] == (f"stream-thread [orders-agg-StreamThread-1] State transition from {STATES[1999 % 5]} "
                                f"to {STATES[2000 % 5]}")
+
+
+def test_a_damaged_gzip_read_back_from_the_parse_cache_still_reports_its_damage(spark, tmp_path, monkeypatch):
+    from toolkit.cache import ParseCache
+
+    monkeypatch.setattr(gzip_logs, "HEAD_CHECK_BYTES", 4096)
+    full = bytearray(gzip.compress(kafka_log(3000).encode(), mtime=0))
+    full[len(full) // 2] ^= 0x55
+    root = tmp_path / "bundle"
+    (root / "orders-agg-0").mkdir(parents=True)
+    (root / "orders-agg-0" / "app.log.gz").write_bytes(bytes(full))
+    cache = ParseCache(tmp_path / "cache")
+
+    reports = []
+    for run in ("first", "second"):
+        _, report, _ = parse_bundle(spark, root, tmp_path / run, cache=cache)
+        reports.append(report)
+    first, second = reports
+    damage = [("orders-agg-0/app.log.gz", "truncated or corrupt gzip")]
+    assert [(p.source, p.problem) for p in first.problems] == damage
+    assert [(p.source, p.problem) for p in second.problems] == damage  # the records came from the cache
+    assert second.files[0].lines == first.files[0].lines > 0
+    assert second.files[0].accounted
