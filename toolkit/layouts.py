@@ -456,6 +456,8 @@ def _read_splits(spark: SparkSession, bundle: Bundle, logs: list[LogFile]) -> tu
 
 
 def _damaged_named_by(exc: Exception, logs: list[LogFile], bundle: Bundle) -> list[LogFile]:
+    """The damaged gzip logs behind a failed read: the file the error names if it is damaged, else
+    every gzip that does not decompress cleanly (none: the failure is something else)."""
     gzipped = [f for f in logs if f.gzip]
     if not gzipped:
         return []
@@ -471,7 +473,7 @@ def _replace_recovered(bundle: Bundle, logs: list[LogFile], damaged: list[LogFil
     replacement = {f.source: recover_gzip(bundle, f) for f in damaged}
 
     def swap(files: list[LogFile]) -> list[LogFile]:
-        kept = (replacement.get(f.source, f) if f.source in replacement else f for f in files)
+        kept = (replacement.get(f.source, f) for f in files)
         return [f for f in kept if f is not None]
 
     bundle.logs[:] = swap(bundle.logs)
