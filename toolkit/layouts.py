@@ -31,6 +31,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from toolkit.bundle import Bundle, LogFile
+from toolkit.bundle.gzip_logs import damaged_gzips, gzip_is_intact, recover_gzip, read_text_head
 from toolkit.redact import redact_text_guarded_col
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA, UNPARSED
 
@@ -310,10 +311,10 @@ def detect_lines(lines: list[str], cat: Catalogue | None = None) -> Detection:
 
 
 def detect_file(path: Path, cat: Catalogue | None = None) -> Detection:
-    """Detect the layout of a file from its first lines (reads at most 512 KiB)."""
+    """Detect the layout of a file from its first lines (reads at most 512 KiB of text, decompressed
+    when the file is gzip)."""
     cat = cat or load_layouts()
-    with path.open("rb") as fh:
-        head = fh.read(512 * 1024)
+    head = read_text_head(path, 512 * 1024)
     lines = head.decode("utf-8", errors="replace").splitlines()
     if len(head) == 512 * 1024 and lines:
         lines = lines[:-1]  # the last one may be cut
@@ -369,25 +370,47 @@ def _local_path(uri: str) -> str:
     return unquote(re.sub(r"^file:(//)?", "", uri))
 
 
-def _numbered_lines(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, DataFrame]:
-    """Read text files and number their lines 1..n per file (no global sort).
+#: A file split (a whole ``.gz`` is one) with more lines than this makes the numbered lines spread
+#: over several tasks for the per-line parse, instead of one task parsing the whole file.
+SPREAD_SPLIT_LINES = 2_000_000
+#: Lines per task when the numbered lines are spread.
+SPREAD_TASK_LINES = 1_000_000
 
-    Within one file split Spark returns lines in order, and ``monotonically_increasing_id`` grows
-    with them. A first pass counts the lines of each split (one small row per split, collected:
-    a 4 GB bundle has a few dozen); the second numbers each line from its split's offset.
-    """
-    raw = spark.read.text(paths).select(
+
+def _raw_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """The text lines of ``paths`` with their split and an id that grows with the line inside a split."""
+    # A damaged file must fail the read (it is then recovered), never be skipped in silence.
+    return spark.read.option("ignoreCorruptFiles", "false").text(paths).select(
         F.col("value"),
         F.col("_metadata.file_path").alias("_uri"),
         F.col("_metadata.file_block_start").alias("block_start"),
         F.monotonically_increasing_id().alias("_row_id"),
     )
-    splits = raw.groupBy("_uri", "block_start").agg(
+
+
+def _split_rows(raw: DataFrame) -> list:
+    """The first job over the text: one small row per file split (first id, lines, bad lines)."""
+    return raw.groupBy("_uri", "block_start").agg(
         F.min("_row_id").alias("first_id"), F.count(F.lit(1)).alias("lines"),
         # Counted on the raw bytes: a bad byte outside the fields a layout keeps (a JSON key) still shows.
         F.count(F.when(~F.is_valid_utf8("value"), 1)).alias("bad_utf8"),
         F.count(F.when(F.col("value").contains("\u0000"), 1)).alias("nul"),
     ).collect()
+
+
+def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None = None,
+                    splits: list | None = None) -> tuple[DataFrame, DataFrame]:
+    """Read text files and number their lines 1..n per file (no global sort).
+
+    Within one file split Spark returns lines in order, and ``monotonically_increasing_id`` grows
+    with them. A first pass counts the lines of each split (one small row per split, collected:
+    a 4 GB bundle has a few dozen); the second numbers each line from its split's offset. ``raw``
+    and ``splits``: that first pass, when already run. A split of more than ``SPREAD_SPLIT_LINES``
+    (a big ``.gz`` is read as one) has its numbered lines spread over several tasks.
+    """
+    if raw is None or splits is None:
+        raw = _raw_lines(spark, paths)
+        splits = _split_rows(raw)
     offsets, totals = [], {}
     for split in sorted(splits, key=lambda r: (r["_uri"], r["block_start"])):
         key = _local_path(split["_uri"])
@@ -402,9 +425,59 @@ def _numbered_lines(spark: SparkSession, paths: list[str]) -> tuple[DataFrame, D
         "file_key",
         (F.col("_row_id") + F.col("_line_offset")).alias("line_no"),
     )
+    if splits and max(split["lines"] for split in splits) > SPREAD_SPLIT_LINES:
+        # The ids were taken in the scan, before this shuffle: numbering is unchanged by it.
+        total = sum(split["lines"] for split in splits)
+        tasks = max(2, -(-total // SPREAD_TASK_LINES))
+        numbered = numbered.repartition(tasks, "file_key", F.floor(F.col("line_no") / F.lit(SPREAD_TASK_LINES)))
     counts = spark.createDataFrame([(k, *v) for k, v in totals.items()],
                                    "file_key string, lines_read long, bad_utf8_lines long, nul_lines long")
     return numbered, counts
+
+
+def _read_splits(spark: SparkSession, bundle: Bundle, logs: list[LogFile]) -> tuple[list[LogFile], DataFrame, list]:
+    """Run the first job over the logs' text; a gzip that turns out damaged is recovered on the driver.
+
+    Spark decompresses ``.gz`` logs itself; a truncated or corrupt one fails the job. The damaged
+    file is then the one the error names, or else found by checking every gzip log by streaming
+    (only in this case); it is replaced by what :func:`~toolkit.bundle.gzip_logs.recover_gzip`
+    keeps (with its problem row, in ``bundle.logs`` too) and the job runs again.
+    Returns the logs as read, the raw lines and the split rows.
+    """
+    while True:
+        raw = _raw_lines(spark, [str(f.local_path.resolve()) for f in logs])
+        try:
+            return logs, raw, _split_rows(raw)
+        except Exception as exc:  # Py4JJavaError, or a Spark Connect error: both name the file
+            damaged = _damaged_named_by(exc, logs, bundle)
+            if not damaged:
+                raise
+            logs = _replace_recovered(bundle, logs, damaged)
+
+
+def _damaged_named_by(exc: Exception, logs: list[LogFile], bundle: Bundle) -> list[LogFile]:
+    """The damaged gzip logs behind a failed read: the file the error names if it is damaged, else
+    every gzip that does not decompress cleanly (none: the failure is something else)."""
+    gzipped = [f for f in logs if f.gzip]
+    if not gzipped:
+        return []
+    message = unquote(str(exc))
+    named = [f for f in gzipped if str(f.local_path.resolve()) in message]
+    if named and not gzip_is_intact(named[0].local_path, bundle.limits):
+        return named[:1]
+    return damaged_gzips(gzipped, bundle.limits)
+
+
+def _replace_recovered(bundle: Bundle, logs: list[LogFile], damaged: list[LogFile]) -> list[LogFile]:
+    """``logs`` with each damaged gzip replaced by its recovered text (or dropped when nothing is left)."""
+    replacement = {f.source: recover_gzip(bundle, f) for f in damaged}
+
+    def swap(files: list[LogFile]) -> list[LogFile]:
+        kept = (replacement.get(f.source, f) for f in files)
+        return [f for f in kept if f is not None]
+
+    bundle.logs[:] = swap(bundle.logs)
+    return swap(logs)
 
 
 def _case(key: Column, branches: dict[str, Column], otherwise: Column | None = None) -> Column:
@@ -621,13 +694,13 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
 
 
 def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
-               layouts: list[Layout], chains: list[tuple[str, ...]], redact: bool = True
-               ) -> tuple[DataFrame, DataFrame, DataFrame]:
+               layouts: list[Layout], chains: list[tuple[str, ...]], redact: bool = True,
+               raw: DataFrame | None = None, splits: list | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Parse every text file in one Spark plan; per-file layout choices become CASE branches.
 
     Returns (records, line counts, the persisted per-line table to release once records are written).
     """
-    numbered, counts = _numbered_lines(spark, paths)
+    numbered, counts = _numbered_lines(spark, paths, raw, splits)
     lines = numbered.join(F.broadcast(files), "file_key")
     value = F.when(F.col("value").contains(FIELD_SEP), F.translate(F.col("value"), FIELD_SEP, " ")).otherwise(F.col("value"))
     value = F.when(value.contains("\u001b"), F.regexp_replace(value, ANSI_ESCAPE, "")).otherwise(value)
@@ -692,10 +765,16 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
 
     # Continuation runs ("islands"): line_no - rank is constant inside a run of consecutive
     # continuation lines, and the run belongs to the record on the line just before it.
-    conts = per_line.where("is_cont").select("file_key", "source", "line_no", "host", "text", "value", "layout_id")
-    by_file = Window.partitionBy("file_key").orderBy("line_no")
-    conts = conts.withColumn("_island", F.col("line_no") - F.row_number().over(by_file))
-    conts = conts.withColumn("record_line", F.min("line_no").over(Window.partitionBy("file_key", "_island")) - 1)
+    # The windows run per chunk of lines (not per file, which would make one task of a whole file); a
+    # run that reaches back over a chunk's start belongs to the last other line before that chunk.
+    conts = per_line.where("is_cont").select("file_key", "source", "line_no", "host", "text", "value", "layout_id",
+                                             _chunk_of_line().alias("_chunk"))
+    by_chunk = Window.partitionBy("file_key", "_chunk").orderBy("line_no")
+    conts = conts.withColumn("_island", F.col("line_no") - F.row_number().over(by_chunk))
+    conts = conts.withColumn("_run_start", F.min("line_no").over(Window.partitionBy("file_key", "_chunk", "_island")))
+    starts_chunk = (F.col("_run_start") == F.col("_chunk") * WINDOW_CHUNK_LINES) & (F.col("_chunk") > 0)
+    conts = conts.join(F.broadcast(_line_before_chunks(per_line)), ["file_key", "_chunk"], "left").withColumn(
+        "record_line", F.when(starts_chunk, F.coalesce(F.col("_before"), F.lit(0))).otherwise(F.col("_run_start") - 1))
     attached = conts.where(F.col("record_line") >= 1).withColumn("stackish", F.col("text").rlike(STACK_LINE))
     trailer_layouts = [l.id for l in layouts if l.logger_trailer] + [generic.id]
     folded = _fold_continuations(attached, trailer_layouts)
@@ -750,28 +829,61 @@ BROADCAST_FOLDED_MAX_LINES = 300_000
 ROLLOVER_BACKSTEP_H = 12
 
 
+#: Lines per chunk of the windows that follow a file in line order (continuation runs, midnight
+#: rollover): each chunk is sorted in its own task, and one small row per chunk carries what the
+#: next chunk needs to know.
+WINDOW_CHUNK_LINES = 262_144
+
+
+def _chunk_of_line() -> Column:
+    return F.floor(F.col("line_no") / F.lit(WINDOW_CHUNK_LINES))
+
+
+def _line_before_chunks(per_line: DataFrame) -> DataFrame:
+    """Per (file, chunk): ``_before``, the last line before the chunk that is not a continuation line
+    (null when there is none). One row per chunk of lines: a small table."""
+    per_chunk = per_line.groupBy("file_key", _chunk_of_line().alias("_chunk")).agg(
+        F.max(F.when(~F.col("is_cont"), F.col("line_no"))).alias("_last_other"))
+    earlier = Window.partitionBy("file_key").orderBy("_chunk").rowsBetween(Window.unboundedPreceding, -1)
+    return per_chunk.select("file_key", "_chunk", F.max("_last_other").over(earlier).alias("_before"))
+
+
 def _roll_over_midnight(starts: DataFrame) -> DataFrame:
     """Time-only layouts: move records after a midnight to the next day(s), per file, in line order.
 
     The borrowed date (``bundle.toml`` ``date``) is the date of the file's first record; each step
     back of more than 12 h in the time of day starts a new day. When the date came from the file's
     modification time it is the date of the LAST record, so the days are counted back from there.
-    Only ``date_inferred`` records take part; one window over the record starts of each file.
+    Only ``date_inferred`` records take part. The windows run per chunk of lines; the time before a
+    chunk's first record and the days rolled in earlier chunks come from one small row per chunk.
     """
-    by_line = Window.partitionBy("file_key").orderBy("line_no")
     inferred = F.col("ts_quality") == "date_inferred"
-    prev = F.last(F.when(inferred, F.col("ts")), ignorenulls=True).over(
-        by_line.rowsBetween(Window.unboundedPreceding, -1))
+    starts = starts.withColumn("_chunk", _chunk_of_line())
+    chunks = Window.partitionBy("file_key").orderBy("_chunk")
+    last_time = starts.where(inferred).groupBy("file_key", "_chunk").agg(F.max_by("ts", "line_no").alias("_last_ts"))
+    last_time = last_time.select("file_key", "_chunk", F.last("_last_ts").over(
+        chunks.rowsBetween(Window.unboundedPreceding, -1)).alias("_ts_before"))
+    starts = starts.join(F.broadcast(last_time), ["file_key", "_chunk"], "left")
+
+    by_line = Window.partitionBy("file_key", "_chunk").orderBy("line_no")
+    prev = F.coalesce(F.last(F.when(inferred, F.col("ts")), ignorenulls=True).over(
+        by_line.rowsBetween(Window.unboundedPreceding, -1)), F.col("_ts_before"))
     backstep = inferred & ((F.unix_micros(prev) - F.unix_micros(F.col("ts"))) > ROLLOVER_BACKSTEP_H * 3_600_000_000)
     flag = F.coalesce(backstep, F.lit(False)).cast("int")
     starts = starts.withColumn("_rolls", flag)
-    days = F.sum("_rolls").over(by_line.rowsBetween(Window.unboundedPreceding, 0))
-    days = F.when(F.col("date_from") == "mtime", days - F.sum("_rolls").over(Window.partitionBy("file_key"))).otherwise(days)
-    starts = starts.withColumn("_days", days)
+    starts = starts.withColumn("_days", F.sum("_rolls").over(by_line.rowsBetween(Window.unboundedPreceding, 0)))
+    rolls = starts.groupBy("file_key", "_chunk").agg(F.sum("_rolls").alias("_chunk_rolls")).select(
+        "file_key", "_chunk",
+        F.coalesce(F.sum("_chunk_rolls").over(chunks.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
+        .alias("_rolls_before"),
+        F.sum("_chunk_rolls").over(Window.partitionBy("file_key")).alias("_rolls_total"))
+    starts = starts.join(F.broadcast(rolls), ["file_key", "_chunk"], "left")
+    days = F.col("_days") + F.col("_rolls_before")
+    days = F.when(F.col("date_from") == "mtime", days - F.col("_rolls_total")).otherwise(days)
     local = F.from_utc_timestamp(F.col("ts"), F.col("tz"))
-    shifted = F.to_utc_timestamp(F.timestamp_add("DAY", F.col("_days"), local), F.col("tz"))
-    return starts.withColumn("ts", F.when(inferred & (F.col("_days") != 0), shifted).otherwise(F.col("ts"))) \
-        .drop("_rolls", "_days")
+    shifted = F.to_utc_timestamp(F.timestamp_add("DAY", days, local), F.col("tz"))
+    return starts.withColumn("ts", F.when(inferred & (days != 0), shifted).otherwise(F.col("ts"))) \
+        .drop("_chunk", "_ts_before", "_rolls", "_days", "_rolls_before", "_rolls_total")
 
 
 def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> DataFrame:
@@ -818,6 +930,10 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
     }
     readable = [f for f in logs if f.size]
     empty = spark.createDataFrame([], LINE_COUNT_SCHEMA)
+    raw = splits = None
+    if readable:
+        readable, raw, splits = _read_splits(spark, bundle, readable)
+        logs = [f for f in logs if not f.size] + readable
     if not readable:
         zero = [(f.source, 0, 0, 0) for f in logs]
         counts = spark.createDataFrame(zero, LINE_COUNT_SCHEMA) if zero else empty
@@ -826,7 +942,7 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
     used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
     used_chains = sorted({d.wrappers for d in detections.values()})
     paths = [str(f.local_path.resolve()) for f in readable]
-    records, counts, per_line = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact)
+    records, counts, per_line = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact, raw, splits)
     line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select(
         "source", "lines_read", "bad_utf8_lines", "nul_lines")
     zero = [(f.source, 0, 0, 0) for f in logs if not f.size]

@@ -1,0 +1,211 @@
+"""Discovery: walk a bundle, extract its archives, sort files into logs, evidence and problems."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Iterator
+
+from toolkit.bundle.archives import Extractor, is_archive
+from toolkit.bundle.files import flat_name, looks_binary, looks_like_log_name, read_head, spark_readable
+from toolkit.bundle.gzip_logs import GZIP_MAGIC, read_gzip_head, recover_gzip
+from toolkit.bundle.model import (BUNDLE_META_FILES, Bundle, BundleError, EvidenceItem, IngestProblem, Limits,
+                                  LogFile)
+from toolkit.bundle.settings import attribute_host, read_bundle_toml
+
+WORK_MARKER = ".stream-incident-work"
+
+
+def _evidence_kind(path: Path) -> str | None:
+    """Ask the state readers whether this file or directory is state evidence."""
+    try:
+        from toolkit.state import sniff
+    except ImportError:  # state readers not installed: everything is a log
+        return None
+    try:
+        if path.is_dir():
+            return "state_dir" if sniff.detect_state_dir(path) else None
+        return sniff.detect_evidence_file(path)
+    except Exception:  # a sniffer must never stop ingest
+        return None
+
+
+
+def _iter_files(root: Path) -> Iterator[Path]:
+    """Files and candidate state directories below root, in a stable order, without following links."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        here = Path(dirpath)
+        keep = []
+        for d in dirnames:
+            sub = here / d
+            if sub.is_symlink():
+                yield sub  # refused with a problem row, never walked
+                continue
+            if d.endswith(".parquet") or (sub / WORK_MARKER).exists():
+                continue  # our own output or scratch space inside the bundle folder
+            if _evidence_kind(sub) == "state_dir":
+                yield sub
+            else:
+                if looks_like_log_name(d):
+                    yield sub  # reported as a problem; its files are still read below
+                keep.append(d)
+        dirnames[:] = keep
+        if (here / WORK_MARKER).exists():
+            continue
+        for name in sorted(filenames):
+            yield here / name
+
+
+def _work_dir_for(paths: list[Path]) -> Path:
+    digest = hashlib.sha1("\0".join(str(p.resolve()) for p in paths).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / "stream-incident-work" / digest
+
+
+def _fresh_work_dir(work: Path) -> Path:
+    """Empty a work directory this tool made earlier; refuse to touch anything else."""
+    blocker = next((p for p in (work, *work.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise BundleError(f"cannot use {work} as the work directory: {blocker} is a file, not a directory")
+    if work.exists():
+        if not (work / WORK_MARKER).exists() and any(work.iterdir()):
+            raise BundleError(f"work directory {work} is not empty and was not made by this tool")
+        shutil.rmtree(work)
+    try:
+        work.mkdir(parents=True)
+        (work / WORK_MARKER).write_text("scratch space of stream-incident; safe to delete\n")
+    except OSError as exc:
+        raise BundleError(f"cannot create the work directory {work}: {exc.strerror or exc}") from exc
+    return work
+
+
+def open_bundle(
+    paths: Path | str | Iterable[Path | str],
+    work_dir: Path | str | None = None,
+    *,
+    timezone: str | None = None,
+    limits: Limits = Limits(),
+) -> Bundle:
+    """Discover the evidence in a bundle (directory, archive, or loose files).
+
+    ``timezone`` overrides the default zone for hosts without their own setting in ``bundle.toml``.
+    Raises :class:`BundleError` only when the bundle as a whole is unusable (nothing exists at the
+    path, invalid ``bundle.toml``); everything else becomes a problem row.
+    """
+    items = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if not items:
+        raise BundleError("no bundle given")
+    missing = [str(p) for p in items if not p.exists()]
+    if missing:
+        raise BundleError(f"bundle not found: {', '.join(missing)}")
+    root = items[0] if len(items) == 1 and items[0].is_dir() else items[0].parent
+    work = _fresh_work_dir(Path(work_dir) if work_dir else _work_dir_for(items))
+    meta = read_bundle_toml(root / "bundle.toml", timezone)
+    bundle = Bundle(root=root, work_dir=work, hosts=meta["hosts"], defaults=meta["defaults"],
+                    app_id=meta["app_id"], notes=meta["notes"], limits=limits)
+    extractor = Extractor(limits, bundle.problems)
+    for item in items:
+        if item.is_dir():
+            _walk(bundle, extractor, item, prefix="", inherited_host=None, depth=0,
+                  is_root=(item == root))
+        else:
+            _add_file(bundle, extractor, item, PurePosixPath(item.name), prefix="", inherited_host=None, depth=0)
+    return bundle
+
+
+def _walk(bundle: Bundle, ex: Extractor, base: Path, prefix: str, inherited_host: str | None,
+          depth: int, is_root: bool = False) -> None:
+    for path in _iter_files(base):
+        rel = PurePosixPath(path.relative_to(base).as_posix())
+        if is_root and len(rel.parts) == 1 and rel.name in BUNDLE_META_FILES:
+            continue
+        _add_file(bundle, ex, path, rel, prefix, inherited_host, depth)
+
+
+def _add_file(bundle: Bundle, ex: Extractor, path: Path, rel: PurePosixPath, prefix: str,
+              inherited_host: str | None, depth: int) -> None:
+    source = f"{prefix}{rel.as_posix()}"
+    host = attribute_host(rel, bundle.hosts, inherited_host)
+    if path.is_symlink():
+        bundle.problems.append(IngestProblem(source, "symbolic link not followed", ""))
+        return
+    if path.is_dir():  # state directories, and directories named like log files
+        if _evidence_kind(path) == "state_dir":
+            bundle.evidence.append(EvidenceItem(source, path, host, "state_dir"))
+        else:
+            inside = sum(len(files) for _, _, files in os.walk(path))
+            bundle.problems.append(IngestProblem(source, "directory named like a log file",
+                                                 f"{inside} files inside, each read on its own"))
+        return
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # Opening a FIFO would block forever; sockets and devices are not evidence files.
+            bundle.problems.append(IngestProblem(source, "not a regular file, not read", _file_type(st.st_mode)))
+            return
+        size = st.st_size
+        head = read_head(path)
+    except OSError as exc:
+        bundle.problems.append(IngestProblem(source, "unreadable file", exc.strerror or str(exc)))
+        return
+    kind = _evidence_kind(path)
+    if kind:
+        bundle.evidence.append(EvidenceItem(source, path, host, kind))
+        return
+    if is_archive(path, head):
+        if depth >= ex.limits.max_depth:
+            bundle.problems.append(IngestProblem(source, "archive nested too deeply", f"depth limit {ex.limits.max_depth}"))
+            return
+        dest = bundle.work_dir / "extracted" / flat_name(source)
+        dest.mkdir(parents=True, exist_ok=True)
+        if head.startswith(b"PK\x03\x04") or path.name.lower().endswith(".zip"):
+            ex.extract_zip(path, dest, source)
+        else:
+            ex.extract_tar(path, dest, source)
+        # Members of an archive that sits in a host folder belong to that host.
+        member_host = host if len(rel.parts) > 1 or inherited_host else None
+        _walk(bundle, ex, dest, prefix=f"{source}!/", inherited_host=member_host, depth=depth + 1)
+        return
+    if head.startswith(GZIP_MAGIC):
+        _add_gzip(bundle, LogFile(source, path, host, size, gzip=True))
+        return
+    if size == 0:
+        bundle.problems.append(IngestProblem(source, "empty file", ""))
+        bundle.logs.append(LogFile(source, path, host, 0))
+        return
+    if looks_binary(head):
+        bundle.problems.append(IngestProblem(source, "binary content, not read as a log", f"{size} bytes"))
+        return
+    bundle.logs.append(LogFile(source, spark_readable(bundle.work_dir, path, source), host, size))
+
+
+def _add_gzip(bundle: Bundle, log: LogFile) -> None:
+    """A gzip log: Spark reads it as it is, unless its start already shows damage or a bomb."""
+    checked = read_gzip_head(log.local_path, bundle.limits)
+    if checked.damage or checked.bomb_like:
+        recovered = recover_gzip(bundle, log)
+        if recovered is not None:
+            bundle.logs.append(recovered)
+        return
+    if checked.complete and not checked.head:  # a valid gzip of nothing: say so rather than drop it silently
+        bundle.problems.append(IngestProblem(log.source, "empty file", "empty after gunzip"))
+        return
+    if looks_binary(checked.head[:8192]):
+        bundle.problems.append(IngestProblem(log.source, "binary content, not read as a log", "after gunzip"))
+        return
+    readable = spark_readable(bundle.work_dir, log.local_path, log.source, gzip=True)
+    bundle.logs.append(LogFile(log.source, readable, log.host, log.size, gzip=True))
+
+
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"
+
+

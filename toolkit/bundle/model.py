@@ -1,0 +1,90 @@
+"""What a bundle holds once opened: log files, other evidence, problems and per-host settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Files at the bundle root that describe the bundle rather than evidence.
+BUNDLE_META_FILES = {"bundle.toml", "README.md", "EXPECTED.json", "README.txt"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep hostile or broken archives from filling the disk."""
+
+    max_members: int = 200_000
+    max_total_bytes: int = 64 * 1024**3
+    max_member_bytes: int = 16 * 1024**3
+    #: uncompressed / compressed size above which an archive member is treated as a bomb
+    max_ratio: float = 1000.0
+    max_depth: int = 3
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """Per-host settings from ``bundle.toml`` (or defaults)."""
+
+    timezone: str = "UTC"
+    clock_offset_ms: int = 0
+    date: str | None = None
+
+
+@dataclass(frozen=True)
+class IngestProblem:
+    """Something in the bundle that could not be read as intended, and why."""
+
+    source: str
+    problem: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A text log file ready for Spark: plain text, or an intact gzip that Spark decompresses itself."""
+
+    source: str  # path inside the bundle, '/'-separated, archives shown as 'a.tar.gz!/x/y.log'
+    local_path: Path
+    host: str
+    size: int  # bytes on disk of local_path (compressed bytes for a gzip)
+    #: local_path is gzip (its name ends in '.gz', so Spark's reader decompresses it)
+    gzip: bool = False
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """A non-log evidence file or directory (state dir, capture archive, JSON dump)."""
+
+    source: str
+    local_path: Path
+    host: str
+    kind: str
+
+
+@dataclass
+class Bundle:
+    """Everything found in a bundle, ready for the layout and state readers."""
+
+    root: Path
+    work_dir: Path
+    logs: list[LogFile] = field(default_factory=list)
+    evidence: list[EvidenceItem] = field(default_factory=list)
+    problems: list[IngestProblem] = field(default_factory=list)
+    hosts: dict[str, HostSettings] = field(default_factory=dict)
+    defaults: HostSettings = field(default_factory=HostSettings)
+    app_id: str | None = None
+    notes: str | None = None
+    #: the caps the bundle was opened with (a damaged gzip found later is recovered under them)
+    limits: Limits = field(default_factory=Limits)
+
+    def settings_for(self, host: str) -> HostSettings:
+        """Host settings, falling back to the bundle defaults."""
+        return self.hosts.get(host, self.defaults)
+
+    def host_names(self) -> list[str]:
+        """All hosts seen in logs or evidence, sorted."""
+        return sorted({f.host for f in self.logs} | {e.host for e in self.evidence})
+
+
+class BundleError(ValueError):
+    """The bundle as a whole cannot be opened (missing path, unreadable bundle.toml...)."""
