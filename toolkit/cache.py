@@ -215,6 +215,27 @@ class ParseCache:
         (target / "_SUCCESS").write_text("")
         return linked
 
+    def _problems_path(self, key: str) -> Path:
+        return self.meta_dir / f"{key}.problems.json"
+
+    def remember_problems(self, key: str, problems: Sequence[dict]) -> None:
+        """Keep the problems found while parsing a file (a gzip recovered on the driver) beside its
+        cached records, so a run that reads the records from the cache reports them too."""
+        target = self._problems_path(key)
+        if not problems:
+            target.unlink(missing_ok=True)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(list(problems)), encoding="utf-8")
+
+    def recall_problems(self, key: str) -> list[dict]:
+        """The problems kept by :meth:`remember_problems` (none for most files)."""
+        try:
+            return list(json.loads(self._problems_path(key).read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):  # none kept (the usual case), or unreadable: nothing to add
+            return []
+
     def forget(self, key: str) -> None:
         (self.meta_dir / f"{key}.json").unlink(missing_ok=True)
+        self._problems_path(key).unlink(missing_ok=True)
         shutil.rmtree(self.records_path(key), ignore_errors=True)

@@ -158,7 +158,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     misses = [f for f in bundle.logs if known[f.source] is None]
     for f in bundle.logs:
         if known[f.source] is not None:  # found while reading the file (a damaged gzip): said again
-            bundle.problems.extend(_recalled_problems(cache, keys[f.source]))
+            bundle.problems.extend(IngestProblem(**p) for p in cache.recall_problems(keys[f.source]))
     say(f"{len(bundle.logs) - len(misses)} of {len(bundle.logs)} log files unchanged since an earlier run (cache)")
     if misses:
         say(f"parsing {len(misses)} log files ({sum(f.size for f in misses) / 1e6:.1f} MB) on Spark")
@@ -168,7 +168,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         parsed = parse_logs(spark, bundle, files=misses, redact=redact)
         found = bundle.problems[already:]
         for f in misses:
-            _remember_problems(cache, keys[f.source], [p for p in found if p.source == f.source])
+            cache.remember_problems(keys[f.source], [asdict(p) for p in found if p.source == f.source])
         keymap = spark.createDataFrame([(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
         (parsed.records.join(F.broadcast(keymap), "source").select(*RECORD_COLUMNS, KEY_COLUMN)
          .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
@@ -191,28 +191,6 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
                                         "source string, lines_read long")
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), sorted(keys.values())
-
-def _problems_file(cache: ParseCache, key: str) -> Path:
-    return cache.meta_dir / f"{key}.problems.json"
-
-
-def _remember_problems(cache: ParseCache, key: str, problems: list[IngestProblem]) -> None:
-    """Keep the problems found while parsing a file (a gzip recovered on the driver) beside its cached
-    records: a later run that reads the records from the cache reports them too."""
-    target = _problems_file(cache, key)
-    if not problems:
-        target.unlink(missing_ok=True)
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps([asdict(p) for p in problems]), encoding="utf-8")
-
-
-def _recalled_problems(cache: ParseCache, key: str) -> list[IngestProblem]:
-    try:
-        return [IngestProblem(**p) for p in json.loads(_problems_file(cache, key).read_text(encoding="utf-8"))]
-    except (OSError, ValueError, TypeError):  # none kept (the usual case), or unreadable: nothing to add
-        return []
-
 
 #: State fact tables written beside records.parquet (see toolkit.state.schemas).
 STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state",
