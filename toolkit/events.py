@@ -37,9 +37,9 @@ from pyspark.sql import functions as F
 
 from toolkit.catalogue import (
     FIELD_TYPES, ITEM_FIELDS, Template, literal_tokens, load_templates, logger_aliases, logger_wrappers,
-    to_java_regex,
 )
 from toolkit.redact import redact_config_value_col, redact_text_col
+from toolkit.regex import to_java_regex
 
 #: Record columns carried into the events table.
 RECORD_KEEP: tuple[str, ...] = (
