@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -68,3 +71,32 @@ def browser():
     driver = start_browser()
     yield driver
     stop_browser(driver)
+
+
+#: The sample the entry-point tests (report command, Explorer notebook, detect) share.
+EOS_SAMPLE = SAMPLES / "kafka-eos-stale-checkpoint"
+
+
+@pytest.fixture(scope="session")
+def eos_report(tmp_path_factory):
+    """The README's report command on the EOS sample, run as a user runs it; its console kept."""
+    out = tmp_path_factory.mktemp("eos-report")
+    run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(EOS_SAMPLE), "--out", str(out)],
+                         capture_output=True, text=True, cwd=str(REPO), timeout=1800)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return SimpleNamespace(html=out / "report.html", notebook=out / "report.ipynb", findings=out / "findings.json",
+                           console=run.stdout + run.stderr)
+
+
+@pytest.fixture(scope="session")
+def eos_explore(tmp_path_factory):
+    """``notebooks/explore.ipynb`` (the Explorer) run headless through papermill on the EOS sample."""
+    import nbformat
+
+    from toolkit import report
+
+    out = tmp_path_factory.mktemp("eos-explore")
+    notebook = REPO / "notebooks" / "explore.ipynb"
+    executed = report.execute_notebook(notebook, out / notebook.name,
+                                       {"bundle": str(EOS_SAMPLE), "out_dir": str(out / "out")}, cwd=out)
+    return SimpleNamespace(notebook=nbformat.read(str(executed), as_version=4), out_dir=out / "out")

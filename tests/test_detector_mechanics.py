@@ -422,12 +422,12 @@ def test_every_detector_runs_on_an_empty_timeline_within_its_needs(spark):
 def test_fail_on_critical_exits_non_zero_when_a_detector_errors(monkeypatch, tmp_path):
     import argparse
 
-    from toolkit.detectors import cli
+    from toolkit import detect as cli
     from toolkit.detectors.base import Finding
 
     failed = Finding(detector="eos-stale-restore-checkpoint", severity="error", confidence="possible",
                      title="detector eos-stale-restore-checkpoint failed: RuntimeError: boom", explanation="raised")
-    monkeypatch.setattr(cli, "_analyse_and_detect", lambda args: ([failed], {"bundle": str(args.bundle)}))
+    monkeypatch.setattr(cli, "_investigate", lambda args: ([failed], {"bundle": str(args.bundle)}))
     parser = cli.build_parser(argparse.ArgumentParser())
     assert cli.run(parser.parse_args([str(tmp_path), "--fail-on", "critical"])) == cli.EXIT_DETECTOR_ERROR != 0
     assert cli.run(parser.parse_args([str(tmp_path)])) == cli.EXIT_OK

@@ -403,20 +403,18 @@ def test_finding_refuses_unknown_severity():
 # --- CLI -------------------------------------------------------------------------------------------
 
 def test_cli_text_and_fail_on(monkeypatch, tmp_path, capsys):
-    from toolkit.detectors import cli
+    from toolkit import detect as cli
 
     findings = [_finding("eos-stale-restore-checkpoint", "critical", "confirmed", at(0),
                          evidence=[Evidence("h/app.log", 7, "State store x initialized from checkpoint", "log", at(0))],
                          missing_evidence=["a capture"], impact=Impact("81,732 records replayed"))]
-    monkeypatch.setattr(cli, "_analyse_and_detect", lambda args: (findings, {"bundle": str(args.bundle)}))
+    monkeypatch.setattr(cli, "_investigate", lambda args: (findings, findings_to_json(findings, bundle=str(args.bundle))))
     parser = cli.build_parser(argparse.ArgumentParser())
     args = parser.parse_args([str(tmp_path), "--out", str(tmp_path / "out"), "--fail-on", "critical"])
     assert cli.run(args) == cli.EXIT_FINDINGS
     out = capsys.readouterr().out
     assert "CRITICAL" in out and "h/app.log:7  State store x initialized from checkpoint" in out
     assert "playbooks/eos-stale-restore-checkpoint.md" in out
-    written = json.loads((tmp_path / "out" / "findings.json").read_text())
-    assert written["findings"][0]["detector"] == "eos-stale-restore-checkpoint"
     args = parser.parse_args([str(tmp_path), "--format", "json", "--fail-on", "warning"])
     assert cli.run(args) == cli.EXIT_FINDINGS
     assert json.loads(capsys.readouterr().out)["summary"]["critical"] == 1

@@ -2,7 +2,7 @@
 
 A stage may use anything declared in the stages before it and nothing after it, so each stage can be
 read, tested and replaced knowing only what comes before. Modules are matched to stages by the
-longest declared prefix; a module of no declared stage fails the test, so a new module must be placed.
+longest declared prefix (the root package ``toolkit`` by its own name only); a module of no declared stage fails the test, so a new module must be placed.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("timeline", ("toolkit.timeline",)),
     ("knowledge", ("toolkit.knowledge",)),
     ("detectors", ("toolkit.detectors",)),
+    # what one analysis is asked to do (opens the parse cache it names)
+    ("options", ("toolkit.options",)),
     ("pipeline", ("toolkit.pipeline",)),
     ("viz", ("toolkit.viz", "toolkit.viz_nifi")),
     ("report", ("toolkit.report",)),
     ("serve", ("toolkit.serve",)),
-    ("cli", ("toolkit.cli", "toolkit.detectors.cli")),
+    ("cli", ("toolkit.cli", "toolkit.detect")),
     # sample bundle generator: a tool of its own, imports nothing from the stages
     ("samples", ("toolkit.samples",)),
 ]
@@ -54,7 +56,9 @@ def _stage_of(module: str) -> int | None:
     best, rank = -1, None
     for i, (_, prefixes) in enumerate(STAGES):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+            # the root package holds only itself; every other prefix holds its submodules too
+            inside = module == prefix or (prefix != "toolkit" and module.startswith(prefix + "."))
+            if inside and len(prefix) > best:
                 best, rank = len(prefix), i
     return rank
 

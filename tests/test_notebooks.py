@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from toolkit import report
+from toolkit.options import AnalysisOptions
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -41,7 +42,7 @@ def test_report_notebook_declares_every_parameter():
     nb = nbformat.read(str(NOTEBOOKS / "incident_report.ipynb"), as_version=4)
     cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     for name in ("bundle", "out_dir", "time_window", "hosts", "tasks", "app_id", "spark_master", "spark_remote",
-                 "timezone", "charts", "view"):
+                 "timezone", "charts", "view", *AnalysisOptions().as_parameters()):
         assert f"\n{name}: " in "\n" + cell.source, name
 
 
@@ -87,9 +88,8 @@ def test_training_notebook_runs_and_its_answers_hold(tmp_path, course):
 
 
 @needs_pipeline
-def test_explore_notebook_runs_headless(tmp_path):
-    nb = _run(NOTEBOOKS / "explore.ipynb", tmp_path, bundle=str(REPO / "sample_logs" / "kafka-standby-lock-cleaner"),
-              out_dir=str(tmp_path / "out"))
+def test_explore_notebook_runs_headless(eos_explore):
+    nb = eos_explore.notebook
     kinds = {k for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs for k in o.get("data", {})}
     assert "text/html" in kinds  # the evidence table
     # Charts are drawn inline, or inside the widgets' output areas when ipywidgets is active.

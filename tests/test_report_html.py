@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -12,7 +11,6 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
-from types import SimpleNamespace
 
 import nbformat
 import pandas as pd
@@ -24,7 +22,6 @@ from toolkit import report, viz
 
 REPO = Path(__file__).resolve().parent.parent
 EOS = REPO / "sample_logs" / "kafka-eos-stale-checkpoint"
-PIPELINE_READY = all(importlib.util.find_spec(m) for m in ("toolkit.pipeline", "toolkit.detectors"))
 
 # Any src=/href=/@import/url( that points at http(s) or a protocol-relative URL.
 NETWORK = re.compile(r"""(?:src\s*=|href\s*=|@import|url\()\s*["']?\s*(?:https?:)?//""", re.I)
@@ -130,19 +127,6 @@ def test_strip_external_resources_removes_cdn_references():
             'href="https://fonts.googleapis.com/css?family=Roboto"><style>@import url("https://x/y.css");'
             ' .a{background:url(//x/i.png)}</style><p>ok</p>')
     assert_offline(report.strip_external_resources(page))
-
-
-@pytest.fixture(scope="module")
-def eos_report(tmp_path_factory):
-    """The README's report command on the EOS sample, run as a user runs it; its console kept."""
-    if not PIPELINE_READY:
-        pytest.skip("toolkit.pipeline / toolkit.detectors not available yet")
-    out = tmp_path_factory.mktemp("eos-report")
-    run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(EOS), "--out", str(out)],
-                         capture_output=True, text=True, cwd=str(REPO), timeout=1800)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return SimpleNamespace(html=out / "report.html", notebook=out / "report.ipynb", findings=out / "findings.json",
-                           console=run.stdout + run.stderr)
 
 
 def test_report_command_console_is_quiet(eos_report):
@@ -309,7 +293,7 @@ def test_a_failing_chart_leaves_the_rest_of_the_report(analysis_of, tmp_path, mo
 
     analysis = analysis_of("kafka-eos-stale-checkpoint")
     params = report.validate_parameters(EOS, tmp_path, charts="svg")
-    inv = report.Investigation(params=params, analysis=analysis, findings=run_detectors(analysis.timeline),
+    inv = report.ReportView(params=params, analysis=analysis, findings=run_detectors(analysis.timeline),
                                hosts=None, tasks=None, started=datetime.now(), seconds=0.0)
     shown: list = []
     monkeypatch.setattr(sections, "_display", lambda: shown.append)

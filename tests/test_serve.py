@@ -36,7 +36,7 @@ def serve_env(tmp_path, monkeypatch):
 
 
 @pytest.mark.connect
-def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, tmp_path, monkeypatch):
+def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, tmp_path, monkeypatch, eos_report):
     assert _run(["serve", "status"], serve_env).returncode == 3
 
     started = _run(["serve", "start", "--master", "local[2]", "--driver-memory", "1g"], serve_env)
@@ -52,6 +52,8 @@ def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, t
     assert detect.returncode == 0, detect.stderr[-3000:]
     assert f"using the running Spark Connect server at sc://127.0.0.1:{state['port']}" in detect.stderr
     assert "eos-stale-restore-checkpoint" in json.loads(detect.stdout)["summary"]["detectors"]
+    # Through Spark Connect the findings are those of the embedded session, byte for byte.
+    assert detect.stdout == eos_report.findings.read_text(encoding="utf-8")
 
     # An explicit --master (or $SPARK_MASTER) wins over the running server.
     from toolkit.cli import build_parser, use_running_server

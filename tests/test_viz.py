@@ -211,7 +211,7 @@ def test_explorer_redraws_without_a_widget_frontend(tiny_timeline, tmp_path):
     params = report.validate_parameters(str(tmp_path), tmp_path)
     analysis = SimpleNamespace(timeline=tiny_timeline,
                                ingest=SimpleNamespace(files=[SimpleNamespace(host="orders-agg-0")]))
-    inv = report.Investigation(params=params, analysis=analysis, findings=[], hosts=None, tasks=None,
+    inv = report.ReportView(params=params, analysis=analysis, findings=[], hosts=None, tasks=None,
                                started=datetime.now(), seconds=0.0)
     explorer = report.Explorer(inv)
     assert explorer.tasks == ["0_0"] and explorer.hosts == ["orders-agg-0"]

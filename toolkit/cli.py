@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
+from toolkit.options import add_analysis_arguments, options_from_args
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK = 0, 1, 2, 3
 
 
@@ -70,7 +72,7 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
     say("discovering files")
     work = args.work_dir or Path(args.out) / "work"
     try:
-        return open_bundle(args.bundle, work, timezone=args.timezone)
+        return open_bundle(args.bundle, work, timezone=args.log_timezone)
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
 
@@ -78,18 +80,14 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
 def cmd_parse(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
-    from toolkit.cache import ParseCache
-    from toolkit.ingest import parse_bundle
-    from toolkit.pipeline import classify_records
+    from toolkit.pipeline import parse
 
     say = _progress(not args.quiet)
     bundle = _open_bundle(args, say)
     spark = _spark(args)
     say("Spark session ready")
-    cache = None if args.no_cache else ParseCache(args.cache_dir)
-    _, report, records = parse_bundle(spark, bundle, args.out, progress=say, cache=cache,
-                                      redact=not args.no_redact)
-    events, _ = classify_records(spark, records, Path(args.out), progress=say, cache=cache)
+    parsed = parse(spark, bundle, args.out, options_from_args(args), progress=say)
+    report, events = parsed.ingest, parsed.events
     by_event = events.groupBy("event").count().orderBy(F.desc("count")).limit(12).collect()
     shapes = spark.read.parquet(str((Path(args.out) / "unknown_shapes.parquet").resolve())).limit(5).collect()
     rows = [[f.path, f.host, f.layout or "(unknown)", f.lines, f.records, f.continuation, f.unparsed]
@@ -115,28 +113,21 @@ def cmd_parse(args: argparse.Namespace) -> int:
 def _add_bundle_args(p: argparse.ArgumentParser, out_required: bool = True) -> None:
     p.add_argument("bundle", nargs="+", help="bundle directory, archive, or loose log files")
     p.add_argument("--out", required=out_required, help="output directory")
-    p.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
-    p.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
+    add_analysis_arguments(p, detectors=False)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--verbose", action="store_true", help="also show Spark's own log on the console (default: OUT/logs/)")
-    p.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
-    p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
-    p.add_argument("--no-redact", action="store_true",
-                   help="keep secret-looking values in records.parquet (local use only; events and config stay redacted)")
     _add_spark_args(p)
 
 
 def analyse_from_args(args: argparse.Namespace):
-    """Open the bundle, start Spark and run the whole pipeline (shared by timeline/detect/report)."""
-    from toolkit.cache import ParseCache
+    """Open the bundle, start Spark and run ``pipeline.analyse`` with the options of the command line."""
     from toolkit.pipeline import analyse
 
     say = _progress(not args.quiet)
     bundle = _open_bundle(args, say)
     spark = _spark(args)
     say("Spark session ready")
-    cache = None if args.no_cache else ParseCache(args.cache_dir)
-    return analyse(spark, bundle, args.out, cache=cache, progress=say, redact=not args.no_redact)
+    return analyse(spark, bundle, args.out, options_from_args(args), progress=say)
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
@@ -194,11 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("catalogue", help="list the log templates the toolkit knows, with hit counts on a bundle")
     p.add_argument("--bundle", help="count hits of each template in this bundle")
     p.add_argument("--out", default=None, help="output directory for the bundle's tables (with --bundle)")
-    p.add_argument("--timezone", help=argparse.SUPPRESS)
-    p.add_argument("--work-dir", help=argparse.SUPPRESS)
+    add_analysis_arguments(p, detectors=False)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--cache-dir", help=argparse.SUPPRESS)
     _add_spark_args(p)
     p.set_defaults(func=cmd_catalogue)
 
@@ -213,11 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("args", nargs=argparse.REMAINDER)
         p.set_defaults(func=_forward(target))
 
-    from toolkit.detectors import cli as detect_cli
+    from toolkit import detect
 
     p = sub.add_parser("detect", help="run the root-cause detectors and print ranked findings (text or JSON)")
-    detect_cli.build_parser(p)
-    p.set_defaults(func=detect_cli.run)
+    detect.build_parser(p)
+    p.set_defaults(func=detect.run)
 
     from toolkit import report
 

@@ -1,4 +1,8 @@
-"""The whole pipeline in one call: bundle -> records -> events -> state -> timeline.
+"""The spine: bundle -> records -> events -> state -> timeline -> findings.
+
+:func:`run` is the one entry every command, notebook and the Explorer calls (with one
+:class:`~toolkit.options.AnalysisOptions`); it returns an :class:`Investigation` and writes
+``out_dir/findings.json``. :func:`analyse` is the part before the detectors.
 
 Each stage's table is written to ``out_dir`` as parquet once, and later stages (and notebooks,
 detectors, charts) read the files instead of recomputing the parse. Tables are read back with
@@ -8,23 +12,33 @@ bring their tables from the cache as hard links instead of being written again.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
+from toolkit.detectors import findings_to_json, run_detectors
+from toolkit.detectors.base import Finding
 from toolkit.ingest import IngestReport, parse_bundle
+from toolkit.options import AnalysisOptions
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline import StateFacts, Timeline, build_timeline
 from toolkit.timeline.build import config_with_runs
 from toolkit.timeline.schemas import TABLES as TIMELINE_TABLES
 
 Progress = Callable[[str], None]
+
+
+FINDINGS_FILE = "findings.json"
 
 
 @dataclass
@@ -99,24 +113,59 @@ def _read(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
     return spark.read.schema(schema).parquet(path)
 
 
+@dataclass
+class Parsed:
+    """A bundle parsed and classified: the tables ``stream-incident parse`` writes."""
+
+    bundle: Bundle
+    ingest: IngestReport
+    records: DataFrame
+    events: DataFrame
+    config: DataFrame
+    out_dir: Path
+
+
+def parse(
+    spark: SparkSession,
+    bundle: Bundle | Path | str | list,
+    out_dir: Path | str,
+    options: AnalysisOptions | None = None,
+    *,
+    cache: ParseCache | None = None,
+    progress: Progress | None = None,
+) -> Parsed:
+    """Read every line of the bundle into records, classify them into events; tables land in ``out_dir``.
+
+    ``cache`` overrides the parse cache ``options`` would open (tests give their own)."""
+    options = options or AnalysisOptions()
+    cache = cache if cache is not None else options.parse_cache()
+    say = progress or (lambda _m: None)
+    out = Path(out_dir)
+    opened, report, records = parse_bundle(spark, bundle, out, timezone=options.log_timezone,
+                                           work_dir=options.work_dir, progress=say, cache=cache,
+                                           redact=options.redact)
+    events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys)
+    return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out)
+
+
 def analyse(
     spark: SparkSession,
     bundle: Bundle | Path | str | list,
     out_dir: Path | str,
+    options: AnalysisOptions | None = None,
     *,
-    timezone: str | None = None,
-    work_dir: Path | str | None = None,
     cache: ParseCache | None = None,
     progress: Progress | None = None,
     write_timeline: bool = True,
-    redact: bool = True,
 ) -> Analysis:
-    """Parse, classify and reconstruct the timeline of a bundle; tables land in ``out_dir``."""
+    """Parse, classify and reconstruct the timeline of a bundle; tables land in ``out_dir``.
+
+    ``cache`` overrides the parse cache ``options`` would open (tests give their own)."""
+    options = options or AnalysisOptions()
+    cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
-    out = Path(out_dir)
-    opened, report, records = parse_bundle(spark, bundle, out, timezone=timezone, work_dir=work_dir,
-                                           progress=say, cache=cache, redact=redact)
-    events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys)
+    parsed = parse(spark, bundle, out_dir, options, cache=cache, progress=say)
+    out, report, events, config = parsed.out_dir, parsed.ingest, parsed.events, parsed.config
     state = _state_facts(spark, out)
     timeline = None
     if write_timeline:
@@ -131,7 +180,8 @@ def analyse(
             timeline = _reload(spark, timeline, out)
             if cache is not None and report.file_keys:
                 cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES), TIMELINE_TABLES)
-    return Analysis(bundle=opened, ingest=report, records=records, events=events, timeline=timeline, out_dir=out)
+    return Analysis(bundle=parsed.bundle, ingest=report, records=parsed.records, events=events, timeline=timeline,
+                    out_dir=out)
 
 
 def _table_paths(out: Path, names: Iterable[str]) -> dict[str, str]:
@@ -165,3 +215,75 @@ def _reload(spark: SparkSession, timeline: Timeline, out: Path) -> Timeline:
               for name, path in _table_paths(out, timeline.tables()).items()}
     return Timeline(events=timeline.events, config=timeline.config, state=timeline.state, notes=timeline.notes,
                     **tables)
+
+
+@dataclass
+class Investigation:
+    """One analysed bundle and its ranked findings: what :func:`run` returns."""
+
+    analysis: Analysis
+    findings: list[Finding]
+    options: AnalysisOptions
+    bundle_label: str
+    started: datetime
+    seconds: float
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.analysis.timeline
+
+    @property
+    def findings_path(self) -> Path:
+        """``out_dir/findings.json``, written by :func:`run`."""
+        return self.analysis.out_dir / FINDINGS_FILE
+
+    def findings_document(self) -> dict[str, Any]:
+        """The findings as the JSON object of ``docs/findings-schema.md``."""
+        return findings_document(self.findings, self.bundle_label)
+
+
+def bundle_label(bundle: Bundle | Path | str | list) -> str:
+    """How ``findings.json`` names the bundle: its absolute path (paths joined by ``, `` for loose files),
+    the same whichever entry point and working directory it was given from."""
+    if isinstance(bundle, Bundle):
+        return str(bundle.root)
+    items = bundle if isinstance(bundle, (list, tuple)) else [bundle]
+    return ", ".join(str(Path(os.fspath(b)).expanduser().resolve()) for b in items)
+
+
+def findings_document(findings: list[Finding], label: str) -> dict[str, Any]:
+    """``findings.json``'s object for these findings of the bundle named ``label``."""
+    return findings_to_json(findings, bundle=label)
+
+
+def findings_text(document: dict[str, Any]) -> str:
+    """``findings.json``'s exact text (``detect --format json`` prints the same)."""
+    return json.dumps(document, indent=2, default=str) + "\n"
+
+
+def run(
+    spark: SparkSession,
+    bundle: Bundle | Path | str | list,
+    out_dir: Path | str,
+    options: AnalysisOptions | None = None,
+    *,
+    progress: Progress | None = None,
+) -> Investigation:
+    """Analyse ``bundle`` into ``out_dir``, run the detectors and write ``out_dir/findings.json``.
+
+    The one spine behind ``stream-incident detect`` and ``report``, the notebooks and the Explorer:
+    the same bundle and options give a byte-identical ``findings.json`` from each of them.
+    Raises ``KeyError`` for an unknown detector id in ``options.detectors``.
+    """
+    options = options or AnalysisOptions()
+    say = progress or (lambda _m: None)
+    started = datetime.now(dt_timezone.utc)
+    t0 = time.monotonic()
+    analysis = analyse(spark, bundle, out_dir, options, progress=say)
+    say("running the detectors")
+    findings = run_detectors(analysis.timeline, only=options.detectors)
+    inv = Investigation(analysis=analysis, findings=findings, options=options, bundle_label=bundle_label(bundle),
+                        started=started, seconds=time.monotonic() - t0)
+    inv.findings_path.parent.mkdir(parents=True, exist_ok=True)
+    inv.findings_path.write_text(findings_text(inv.findings_document()), encoding="utf-8")
+    return inv

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
+from toolkit.options import AnalysisOptions, add_analysis_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
 from toolkit.report.export import export_html
 from toolkit.report.investigation import LOG_DIR
@@ -45,15 +46,20 @@ def make_report(
     progress: Progress | None = None,
     notebook: Path | None = None,
     verbose: bool = False,
+    options: AnalysisOptions | None = None,
 ) -> ReportFiles:
     """Analyse ``bundle`` and write ``report.html``, ``report.ipynb`` and ``findings.json`` into ``out_dir``.
+
+    ``options`` are the analysis options every entry point shares (default: ``AnalysisOptions()``);
+    the other arguments only choose what the report shows.
 
     Raises :class:`ParameterError` for unusable parameters and :class:`ReportError` when the
     notebook fails (the partly executed ``report.ipynb`` shows where).
     """
     say = progress or (lambda _m: None)
+    analysis = (options or AnalysisOptions()).as_parameters()
     params = validate_parameters(bundle, out_dir, time_window, hosts, tasks, app_id, spark_master, spark_remote,
-                                 timezone, "html", view)
+                                 timezone, "html", view, **analysis)
     out = params.out_dir
     out.mkdir(parents=True, exist_ok=True)
     source = Path(notebook) if notebook else REPORT_NOTEBOOK
@@ -63,7 +69,8 @@ def make_report(
     parameters = {"bundle": str(params.bundle), "out_dir": str(out), "time_window": window,
                   "hosts": params.hosts, "tasks": params.tasks, "app_id": params.app_id,
                   "spark_master": params.spark_master, "spark_remote": params.spark_remote,
-                  "timezone": params.timezone, "charts": "html", "view": params.view}
+                  "timezone": params.timezone, "charts": "html", "view": params.view,
+                  **params.options.as_parameters()}
     executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,
                                 log_dir=out / LOG_DIR, verbose=verbose)
     started = time.monotonic()
@@ -90,6 +97,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--task", dest="tasks", action="append", metavar="TASK", help="only this task id (repeatable)")
     p.add_argument("--app-id", help="only hosts running this application id")
     p.add_argument("--timezone", default="UTC", help="time zone for chart axes (default UTC)")
+    add_analysis_arguments(p, timezone_flags=())
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--verbose", action="store_true",
                    help="also show Spark's and the kernel's own log on the console (default: OUT/logs/ only)")
@@ -112,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         files = make_report(args.bundle, args.out, time_window=window, hosts=args.hosts, tasks=args.tasks,
                             app_id=args.app_id, spark_master=args.master, spark_remote=args.remote,
                             timezone=args.timezone, view=getattr(args, "view", "incident"), progress=say,
-                            verbose=verbose)
+                            verbose=verbose, options=options_from_args(args))
     except ParameterError as exc:
         print(f"stream-incident: {exc}", file=sys.stderr)
         return 2

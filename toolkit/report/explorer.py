@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from toolkit.report.investigation import Investigation
+from toolkit.report.investigation import ReportView
 
 
 class Explorer:
@@ -16,7 +16,7 @@ class Explorer:
     click costs milliseconds; only the evidence table asks Spark again (with a ``limit``).
     """
 
-    def __init__(self, inv: Investigation, limit: int = 4000) -> None:
+    def __init__(self, inv: ReportView, limit: int = 4000) -> None:
         from pyspark.sql import functions as F
 
         from toolkit import viz

@@ -1,11 +1,10 @@
-"""One analysed bundle inside a notebook: analysis, findings, the scope charts are drawn for."""
+"""One analysed bundle inside a notebook: the pipeline's investigation and the scope charts are drawn for."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ LOG_DIR = "logs"
 
 
 @dataclass
-class Investigation:
-    """One analysed bundle with its findings and the scope (hosts, tasks, window) charts are drawn for."""
+class ReportView:
+    """What a report or the Explorer shows of one investigation: its findings within the scope
+    (hosts, tasks, window) the parameters ask for. The analysis behind it is ``toolkit.pipeline.run``'s."""
 
     params: ReportParameters
     analysis: Any  # toolkit.pipeline.Analysis
@@ -29,6 +29,7 @@ class Investigation:
     seconds: float
     notes: list[str] = field(default_factory=list)
     progress: Progress | None = None
+    findings_path: Path | None = None  # out_dir/findings.json, every finding (not only those in scope)
 
     @property
     def timeline(self):
@@ -50,22 +51,19 @@ def spark_log_file(out_dir: Path) -> Path:
     return Path(out_dir) / LOG_DIR / "spark.log"
 
 
-def investigate(params: ReportParameters, progress: Progress | None = None) -> Investigation:
-    """Start Spark, analyse the bundle (the parse cache makes a re-run cheap) and run the detectors."""
-    from toolkit.cache import ParseCache
-    from toolkit.detectors import run_detectors
-    from toolkit.pipeline import analyse
+def investigate(params: ReportParameters, progress: Progress | None = None) -> ReportView:
+    """Start Spark and run ``toolkit.pipeline.run`` with the parameters' analysis options (which also
+    writes ``out_dir/findings.json``); then narrow the findings to the scope the parameters ask for."""
+    from toolkit.pipeline import run
     from toolkit.spark import get_spark
 
     say = progress or default_progress()
-    started = datetime.now(dt_timezone.utc)
     t0 = time.monotonic()
     say("starting Spark")
     spark = get_spark(master=params.spark_master, remote=params.spark_remote,
                       log_file=spark_log_file(params.out_dir))
-    analysis = analyse(spark, params.bundle, params.out_dir, cache=ParseCache(), progress=say)
-    say("running the detectors")
-    findings = run_detectors(analysis.timeline)
+    inv = run(spark, params.bundle, params.out_dir, params.options, progress=say)
+    analysis, findings = inv.analysis, inv.findings
     notes: list[str] = []
     hosts = params.hosts
     if params.app_id:
@@ -82,8 +80,9 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> I
     totals = analysis.ingest.totals
     say(f"analysis done: {totals['files']} files, {totals['lines']} lines, {len(findings)} findings "
         f"in {time.monotonic() - t0:.1f} s")
-    return Investigation(params=params, analysis=analysis, findings=findings, hosts=hosts, tasks=params.tasks,
-                         started=started, seconds=time.monotonic() - t0, notes=notes, progress=say)
+    return ReportView(params=params, analysis=analysis, findings=findings, hosts=hosts, tasks=params.tasks,
+                      started=inv.started, seconds=time.monotonic() - t0, notes=notes, progress=say,
+                      findings_path=inv.findings_path)
 
 
 def _in_scope(finding, hosts: list[str] | None, tasks: list[str] | None) -> bool:
@@ -92,14 +91,3 @@ def _in_scope(finding, hosts: list[str] | None, tasks: list[str] | None) -> bool
     if tasks and finding.tasks and not set(finding.tasks) & set(tasks):
         return False
     return True
-
-
-def save_findings(inv: Investigation) -> Path:
-    """Write ``out_dir/findings.json`` (the ranked findings plus the bundle and parameters)."""
-    from toolkit.detectors import findings_to_json
-
-    path = inv.params.out_dir / "findings.json"
-    data = findings_to_json(inv.findings, bundle=str(inv.params.bundle),
-                            generated_at=inv.started.isoformat(timespec="seconds"))
-    path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    return path

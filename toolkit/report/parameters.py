@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from toolkit.options import AnalysisOptions, options_from
+
 #: ``svg``: static inline SVG only; ``html``: interactive Vega with its JavaScript inline and an SVG
 #: fallback (the offline HTML report); ``interactive``: a live widget in JupyterLab (offline, no CDN).
 CHART_MODES = ("svg", "html", "interactive")
@@ -37,6 +39,7 @@ class ReportParameters:
     timezone: str = "UTC"
     charts: str = "svg"
     view: str = "incident"
+    options: AnalysisOptions = AnalysisOptions()
 
     def as_table(self) -> pd.DataFrame:
         """The parameters as a two-column table for the report."""
@@ -50,7 +53,11 @@ class ReportParameters:
                  or os.environ.get("SPARK_MASTER") or "local[*] (embedded)"),
                 ("chart time zone", self.timezone), ("charts", self.charts),
                 ("chart time range", "the incident (zoom out for the rest)" if self.view == "incident" and not self.time_window
-                 else "time_window" if self.time_window else "the whole log")]
+                 else "time_window" if self.time_window else "the whole log"),
+                ("log time zone (hosts without one in bundle.toml)", self.options.log_timezone or "UTC"),
+                ("parse cache", "on" if self.options.use_cache else "off"),
+                ("redaction of records", "on" if self.options.redact else "off"),
+                ("detectors", ", ".join(self.options.detectors) if self.options.detectors else "all")]
         return pd.DataFrame(rows, columns=["parameter", "value"])
 
 
@@ -92,8 +99,18 @@ def validate_parameters(
     timezone: Any = "UTC",
     charts: Any = "svg",
     view: Any = "incident",
+    *,
+    log_timezone: Any = None,
+    work_dir: Any = None,
+    use_cache: Any = True,
+    cache_dir: Any = None,
+    redact: Any = True,
+    detectors: Any = None,
 ) -> ReportParameters:
-    """Check the report parameters and return them normalised; raise :class:`ParameterError` otherwise."""
+    """Check the report parameters and return them normalised; raise :class:`ParameterError` otherwise.
+
+    ``log_timezone`` … ``detectors`` are the analysis options (:class:`toolkit.options.AnalysisOptions`),
+    the same for every entry point; the others only choose what the report shows."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     if not bundle or not isinstance(bundle, (str, os.PathLike)):
@@ -127,6 +144,27 @@ def validate_parameters(
         ZoneInfo(str(timezone))
     except (ZoneInfoNotFoundError, ValueError):
         raise ParameterError(f"timezone {timezone!r} is not an IANA zone name such as UTC or Europe/Berlin.") from None
+    if log_timezone not in (None, ""):
+        try:
+            ZoneInfo(str(log_timezone))
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ParameterError(f"log_timezone {log_timezone!r} is not an IANA zone name such as UTC or "
+                                 "Europe/Berlin.") from None
+    for name, value in (("use_cache", use_cache), ("redact", redact)):
+        if not isinstance(value, bool):
+            raise ParameterError(f"{name} must be True or False, not {value!r}.")
+    for name, value in (("work_dir", work_dir), ("cache_dir", cache_dir)):
+        if value not in (None, "") and not isinstance(value, (str, os.PathLike)):
+            raise ParameterError(f"{name} must be a directory path or None, not {value!r}.")
+    options = options_from(log_timezone=log_timezone, work_dir=work_dir, use_cache=use_cache, cache_dir=cache_dir,
+                           redact=redact, detectors=_names(detectors, "detectors"))
+    if options.detectors:
+        from toolkit.detectors import registered_detectors
+
+        unknown = sorted(set(options.detectors) - set(registered_detectors()))
+        if unknown:
+            raise ParameterError(f"detectors names unknown detector(s) {', '.join(unknown)}; known: "
+                                 f"{', '.join(sorted(registered_detectors()))}.")
     if charts not in CHART_MODES:
         raise ParameterError(f"charts must be one of {', '.join(CHART_MODES)}, not {charts!r}.")
     if view not in VIEWS:
@@ -135,4 +173,4 @@ def validate_parameters(
                             hosts=_names(hosts, "hosts"), tasks=_names(tasks, "tasks"),
                             app_id=app_id.strip() if app_id else None, spark_master=spark_master or None,
                             spark_remote=spark_remote or None, timezone=str(timezone), charts=charts,
-                            view=view)
+                            view=view, options=options)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pandas as pd
 
-from toolkit.report.investigation import Investigation
+from toolkit.report.investigation import ReportView
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = PACKAGE_ROOT / "playbooks"
@@ -114,7 +114,7 @@ def _fmt_any(value: Any) -> str:
     return str(pd.Timestamp(value).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
 
 
-def provenance_table(inv: Investigation) -> pd.DataFrame:
+def provenance_table(inv: ReportView) -> pd.DataFrame:
     """Where the report comes from: toolkit version, bundle, line totals, Spark, time taken."""
     from toolkit import __version__
 
@@ -210,7 +210,7 @@ def show_chart(chart: Any, display: Display | None = None) -> None:
     (display or _display())(chart)
 
 
-def show_verdict(inv: Investigation) -> None:
+def show_verdict(inv: ReportView) -> None:
     """Display the verdict block (notebook helper)."""
     from IPython.display import HTML
 
@@ -221,7 +221,7 @@ def show_verdict(inv: Investigation) -> None:
             display(HTML(f"<p><i>{html.escape(note)}</i></p>"))
 
 
-def focus_of(inv: Investigation):
+def focus_of(inv: ReportView):
     """The time range charts open on: ``time_window`` when given, else the incident (``view="incident"``),
     else None (the whole log). Computed once per investigation."""
     from toolkit import viz
@@ -236,7 +236,7 @@ def focus_of(inv: Investigation):
     return focus
 
 
-def show_findings(inv: Investigation) -> None:
+def show_findings(inv: ReportView) -> None:
     """One section per finding: its header, evidence table, playbook and the charts of its tasks."""
     from IPython.display import HTML
 
@@ -276,7 +276,7 @@ TIMELINE_TITLES = {"threads": "Threads, rebalance generations and process ends",
                    "ingest": "Ingest overview"}
 
 
-def show_timeline(inv: Investigation) -> None:
+def show_timeline(inv: ReportView) -> None:
     """Every timeline chart that applies to this bundle, each drawn on its own (notebook helper)."""
     from IPython.display import HTML
 
@@ -308,7 +308,7 @@ def show_timeline(inv: Investigation) -> None:
         viz_nifi.show_nifi_sections(inv.timeline, hosts=inv.hosts, window=inv.window, tz=inv.params.timezone)
 
 
-def appendix_tables(inv: Investigation, limit: int = 200) -> dict[str, pd.DataFrame]:
+def appendix_tables(inv: ReportView, limit: int = 200) -> dict[str, pd.DataFrame]:
     """Small tables for the appendix: table sizes, process runs, clock skew, restorations, checkpoints."""
     tl = inv.timeline
     out = {"timeline tables": tl.summary()}
@@ -324,7 +324,7 @@ def appendix_tables(inv: Investigation, limit: int = 200) -> dict[str, pd.DataFr
     return out
 
 
-def show_appendix(inv: Investigation) -> None:
+def show_appendix(inv: ReportView) -> None:
     """Display the appendix tables (notebook helper)."""
     from IPython.display import HTML
 
@@ -336,14 +336,14 @@ def show_appendix(inv: Investigation) -> None:
             display(table.style.hide(axis="index") if not table.empty else HTML("<p>(empty)</p>"))
 
 
-def show_provenance(inv: Investigation) -> None:
+def show_provenance(inv: ReportView) -> None:
     """Display where the report comes from (notebook helper)."""
     display = _display()
     with section("the provenance table", display):
         display(provenance_table(inv).style.hide(axis="index"))
 
 
-def show_ingest_problems(inv: Investigation) -> None:
+def show_ingest_problems(inv: ReportView) -> None:
     """Display what the ingest stage could not read cleanly (notebook helper)."""
     from IPython.display import HTML
 

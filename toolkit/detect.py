@@ -19,7 +19,6 @@ Exit codes (the same as the other commands, plus one):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import textwrap
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolkit.detectors.base import ERROR, FINDING_SEVERITIES, SEVERITIES, Finding
+from toolkit.options import add_analysis_arguments, options_from_args
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS, EXIT_DETECTOR_ERROR = 0, 1, 2, 3, 4, 5
 
@@ -42,12 +42,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--fail-on", choices=("critical", "warning"),
                         help="exit with code 4 when a finding of this severity (or worse) is reported, "
                              "with code 5 when a detector failed")
-    parser.add_argument("--only", action="append", metavar="DETECTOR", help="run only this detector (repeatable)")
-    parser.add_argument("--timezone", help="IANA zone for hosts without one in bundle.toml (default UTC)")
-    parser.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
+    add_analysis_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
-    parser.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
     spark = parser.add_mutually_exclusive_group()
     spark.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
     spark.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
@@ -60,17 +56,9 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
         print(f"[{time.monotonic() - start:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
-def analyse_bundle(spark: Any, bundle: Any, out: Path, **options: Any) -> Any:
-    """``toolkit.pipeline.analyse``: tables (timeline included) land in ``out`` and are read back."""
-    from toolkit.pipeline import analyse
-
-    return analyse(spark, bundle, out, **options)
-
-
-def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
-    """Parse the bundle once, build its timeline, run the detectors."""
-    from toolkit.cache import ParseCache
-    from toolkit.detectors import run_detectors
+def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
+    """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object."""
+    from toolkit.pipeline import run as run_pipeline
     from toolkit.spark import get_spark
 
     start = time.monotonic()
@@ -78,12 +66,9 @@ def _analyse_and_detect(args: argparse.Namespace) -> tuple[list[Finding], dict[s
     _say(args, start, "Spark session ready")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
-        cache = None if getattr(args, "no_cache", False) else ParseCache(getattr(args, "cache_dir", None))
-        analysis = analyse_bundle(spark, args.bundle, out, timezone=args.timezone, work_dir=args.work_dir,
-                                  cache=cache, progress=lambda m: _say(args, start, m))
-        _say(args, start, "running detectors")
-        findings = run_detectors(analysis.timeline, only=args.only)
-    return findings, {"bundle": str(args.bundle)}
+        inv = run_pipeline(spark, args.bundle, out, options_from_args(args),
+                           progress=lambda m: _say(args, start, m))
+    return inv.findings, inv.findings_document()
 
 
 def format_text(findings: Sequence[Finding], bundle: str = "") -> str:
@@ -134,13 +119,13 @@ def exit_code(findings: Sequence[Finding], fail_on: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``detect``; returns the exit code (see the module docstring)."""
-    from toolkit.detectors import findings_to_json
+    from toolkit.pipeline import findings_text
 
     if not Path(args.bundle).exists():
         print(f"stream-incident: bundle not found: {args.bundle}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        findings, context = _analyse_and_detect(args)
+        findings, document = _investigate(args)
     except KeyError as exc:  # unknown --only id
         print(f"stream-incident: {exc.args[0] if exc.args else exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -151,20 +136,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"stream-incident: {exc}", file=sys.stderr)
             return EXIT_SPARK
         raise
-    data = findings_to_json(findings, **context)
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "findings.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if args.format == "json":
-        print(json.dumps(data, indent=2))
+        print(findings_text(document), end="")
     else:
-        print(format_text(findings, context.get("bundle", "")))
+        print(format_text(findings, str(args.bundle)))
     return exit_code(findings, args.fail_on)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry point (``python -m toolkit.detectors.cli BUNDLE``)."""
+    """Stand-alone entry point (``python -m toolkit.detect BUNDLE``)."""
     args = build_parser().parse_args(argv)
     return run(args)
 
