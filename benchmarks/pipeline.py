@@ -6,7 +6,7 @@ Stages are discovered at run time, so the same benchmark grows with the product:
   -> timeline, each table written to parquet), it is run and split into ``parse``/``events``/
   ``timeline`` by the times of its progress messages; then ``toolkit.detectors.run_detectors``;
 * otherwise each stage that exists is called in turn: ``toolkit.ingest.parse_bundle``,
-  ``toolkit.events.classify(records)``, ``toolkit.timeline.<build_timeline|build|timeline>``,
+  ``toolkit.events.tag_runs(classify(records))``, ``toolkit.timeline.<build_timeline|build|timeline>``,
   ``toolkit.detectors.<run_detectors|detect|run_all|run>``.
 
 A stage whose entry point is missing or whose signature we cannot satisfy is reported as skipped,
@@ -177,9 +177,10 @@ def _stages_one_by_one(spark, bundle, out_dir_of, scratch, use_cache):
 
     events_mod = _optional("toolkit.events")
     classify = getattr(events_mod, "classify", None) if events_mod else None
-    if classify:
+    tag_runs = getattr(events_mod, "tag_runs", None) if events_mod else None
+    if classify and tag_runs:
         def events(results: dict):
-            results["events"] = classify(results["records"])
+            results["events"] = tag_runs(classify(results["records"]))
             return results["events"]
         stages.append(Stage("events", events))
     else:

@@ -12,7 +12,8 @@ from toolkit.catalogue import (
     load_templates,
     templates_from_toml,
 )
-from toolkit.events import _tag_templates, catalogue_table, classify
+from toolkit.events import catalogue_table, classify
+from toolkit.events.classifier import _tag_templates
 from toolkit.schemas import RECORD_SCHEMA
 
 TEMPLATES = load_templates()

@@ -55,15 +55,12 @@ def _frame(spark, schema, rows_):
 
 def make_timeline(spark, *, events=(), state=None, **tables):
     """A Timeline whose tables hold the given rows (dicts; missing columns are null)."""
-    from toolkit.state import schemas as ss
+    from toolkit.state.schemas import STATE_SCHEMAS
     from toolkit.timeline import StateFacts, Timeline
     from toolkit.timeline.schemas import TABLES
 
     state = state or {}
-    state_schemas = {"state_files": ss.STATE_FILES_SCHEMA, "checkpoints": ss.CHECKPOINTS_SCHEMA,
-                     "dynamo_tables": ss.DYNAMO_TABLES_SCHEMA, "dynamo_items": ss.DYNAMO_ITEMS_SCHEMA,
-                     "cloudtrail": ss.CLOUDTRAIL_SCHEMA, "nifi_state": ss.NIFI_STATE_SCHEMA}
-    facts = StateFacts(**{name: _frame(spark, schema, state.get(name, [])) for name, schema in state_schemas.items()})
+    facts = StateFacts(**{name: _frame(spark, schema, state.get(name, [])) for name, schema in STATE_SCHEMAS.items()})
     derived = {name: _frame(spark, schema, tables.get(name, [])) for name, schema in TABLES.items()}
     config = spark.createDataFrame([], "run_id string, key string, value string")
     return Timeline(events=_frame(spark, _event_schema(), list(events)), config=config, state=facts, **derived)

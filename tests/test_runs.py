@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
 from test_detectors import _event_schema, _frame
 
 T0 = datetime(2026, 5, 12, 8, 0, 0)
@@ -165,3 +166,12 @@ def test_without_thread_names_the_burst_before_the_markers_opens_the_new_run(spa
     runs = runs_of(spark, lines)
     assert [(n, kind) for n, _, _, kind, _, _ in runs] == [(1, "clean"), (2, "unknown")]
     assert runs[0][2] == at(1000) and runs[1][1] == at(1017.7)
+
+
+def test_the_timeline_refuses_events_that_carry_no_runs(spark):
+    """Run tagging is the events stage's job: the timeline says so instead of tagging on its own."""
+    from toolkit.timeline.build import build
+
+    events = _frame(spark, _event_schema(), start("fraud-scoring-1/app.log", 1, 0)).drop("run_no", "run_id")
+    with pytest.raises(ValueError, match="tag_runs"):
+        build(events, state=None)

@@ -21,6 +21,7 @@ from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
 from toolkit.layouts import Detection, ParsedLogs, parse_logs
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
 from toolkit.schemas import UNPARSED
+from toolkit.state.schemas import STATE_TABLES
 
 REPLACEMENT_CHAR = "\ufffd"
 UNPARSED_EXAMPLES = 3
@@ -192,9 +193,6 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), sorted(keys.values())
 
-#: State fact tables written beside records.parquet (see toolkit.state.schemas).
-STATE_TABLES = ("state_files", "checkpoints", "dynamo_tables", "dynamo_items", "cloudtrail", "nifi_state",
-                "nifi_repository_files", "nifi_local_state")
 
 
 def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> str:

@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from toolkit.bundle import Bundle, LogFile
 from toolkit.bundle.gzip_logs import damaged_gzips, gzip_is_intact, recover_gzip, read_text_head
 from toolkit.redact import redact_text_guarded_col
+from toolkit.regex import to_java_regex
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA, UNPARSED
 
 FIELD_SEP = "\u0001"  # never printed by a logger; used to split one regex rewrite into fields
@@ -234,11 +235,6 @@ def load_layouts() -> Catalogue:
         min_start_share=float(det.get("min_start_share", 0.05)),
         min_wrapper_share=float(det.get("min_wrapper_share", 0.9)),
     )
-
-
-def to_java_regex(pattern: str) -> str:
-    """Python named groups -> plain groups (Java names allow no underscores); indices are unchanged."""
-    return re.sub(r"\(\?P<\w+>", "(", pattern)
 
 
 # --------------------------------------------------------------------------- detection (driver side, bounded sample)

@@ -28,8 +28,9 @@ from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
 from toolkit.detectors import findings_to_json, run_detectors
 from toolkit.detectors.base import Finding
-from toolkit.ingest import STATE_TABLES, IngestReport, parse_bundle
+from toolkit.ingest import IngestReport, parse_bundle
 from toolkit.options import AnalysisOptions
+from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline import StateFacts, Timeline, build_timeline
 from toolkit.timeline.build import config_with_runs
 from toolkit.timeline.schemas import TABLES as TIMELINE_TABLES
@@ -53,14 +54,11 @@ class Analysis:
 
 
 def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
-    from toolkit.state import schemas as state_schemas
-
-    schema_of = state_schemas.STATE_SCHEMAS
     tables = {}
-    for name in STATE_TABLES:
+    for name, schema in STATE_SCHEMAS.items():
         path = out / "state" / f"{name}.parquet"
-        tables[name] = (_read(spark, str(path.resolve()), schema_of[name]) if path.exists()
-                        else spark.createDataFrame([], schema_of[name]))
+        tables[name] = (_read(spark, str(path.resolve()), schema) if path.exists()
+                        else spark.createDataFrame([], schema))
     return StateFacts(**tables)
 
 

@@ -6,6 +6,7 @@ Each stage promises these columns; later stages may rely on them and nothing els
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -13,6 +14,12 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+
+def struct(*fields: tuple[str, DataType]) -> StructType:
+    """A schema of nullable columns from ``(name, type)`` pairs, in order."""
+    return StructType([StructField(name, kind, True) for name, kind in fields])
+
 
 #: One row per log record (a first line plus its folded continuation lines).
 RECORD_SCHEMA = StructType(

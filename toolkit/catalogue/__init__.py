@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Iterable, Mapping
 
+from toolkit.regex import to_java_regex
+
 #: Typed fields a template may capture (named groups), with their Spark SQL type.
 FIELD_TYPES: dict[str, str] = {
     "app_id": "string",
@@ -105,7 +107,6 @@ PRODUCTS: frozenset[str] = frozenset({"kafka-streams", "kafka-client", "nifi"})
 
 _NON_TEMPLATE_FILES = frozenset({"layouts.toml", "loggers.toml"})
 _EVENT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_NAMED_GROUP = re.compile(r"\(\?P<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
 class CatalogueError(ValueError):
@@ -170,15 +171,6 @@ class Template:
     def java_item(self) -> str:
         """The ``partitions`` item regex in Java syntax."""
         return to_java_regex(self.item or DEFAULT_ITEM)
-
-
-def to_java_regex(pattern: str) -> str:
-    """Convert a Python regex with ``(?P<name>..)`` groups to Java syntax.
-
-    Java group names allow only letters and digits, so underscores are dropped; the toolkit
-    extracts groups by number, which both engines assign in the same order.
-    """
-    return _NAMED_GROUP.sub(lambda m: "(?<" + m.group(1).replace("_", "") + ">", pattern)
 
 
 def _unescaped_brace(pattern: str) -> bool:
@@ -365,6 +357,5 @@ __all__ = [
     "logger_aliases",
     "logger_wrappers",
     "templates_from_toml",
-    "to_java_regex",
     "vocabulary_path",
 ]

@@ -32,17 +32,7 @@ from toolkit.state import snapshot as _snapshot
 from toolkit.state.capture import MANIFEST_FILE_NAME
 from toolkit.state.cloudtrail import cloudtrail_as_events
 from toolkit.state.offset_checkpoint import MAX_CHECKPOINT_BYTES
-from toolkit.state.schemas import (
-    CHECKPOINTS_SCHEMA,
-    CLOUDTRAIL_SCHEMA,
-    DYNAMO_ITEMS_SCHEMA,
-    DYNAMO_TABLES_SCHEMA,
-    NIFI_LOCAL_STATE_SCHEMA,
-    NIFI_REPOSITORY_FILES_SCHEMA,
-    NIFI_STATE_SCHEMA,
-    PROBLEMS_SCHEMA,
-    STATE_FILES_SCHEMA,
-)
+from toolkit.state.schemas import PROBLEMS_SCHEMA, STATE_SCHEMAS, STATE_TABLES
 from toolkit.state.sniff import detect_evidence_file, detect_nifi_dir, detect_state_dir
 from toolkit.state.timeutil import from_ns
 
@@ -91,7 +81,10 @@ class StateItem:
 
 @dataclass
 class StateRows:
-    """The tables as plain Python rows (dicts), before they become DataFrames."""
+    """The tables as plain Python rows (dicts), before they become DataFrames.
+
+    One list per name of :data:`toolkit.state.schemas.STATE_TABLES`, in that order.
+    """
 
     state_files: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
@@ -105,14 +98,16 @@ class StateRows:
 
     def digest(self) -> str:
         """Identity of the facts (not of the files they came from): equal facts build equal timelines."""
-        tables = (self.state_files, self.checkpoints, self.dynamo_tables, self.dynamo_items, self.cloudtrail,
-                  self.nifi_state, self.nifi_repository_files, self.nifi_local_state)
+        tables = tuple(getattr(self, name) for name in STATE_TABLES)
         return hashlib.blake2b(repr(tables).encode(), digest_size=12).hexdigest()
 
 
 @dataclass
 class StateTables:
-    """State fact tables (schemas in :mod:`toolkit.state.schemas`) plus ingest problems ``(source, reason)``."""
+    """State fact tables (schemas in :mod:`toolkit.state.schemas`) plus ingest problems ``(source, reason)``.
+
+    One DataFrame per name of :data:`toolkit.state.schemas.STATE_TABLES`, in that order.
+    """
 
     state_files: DataFrame
     checkpoints: DataFrame
@@ -160,14 +155,7 @@ def read_state(spark: SparkSession, items: list[StateItem]) -> StateTables:
     """Read every state item into the state tables; empty ``items`` give empty tables with the schemas."""
     rows = collect_state_rows(items)
     return StateTables(
-        state_files=_frame(spark, rows.state_files, STATE_FILES_SCHEMA),
-        checkpoints=_frame(spark, rows.checkpoints, CHECKPOINTS_SCHEMA),
-        dynamo_tables=_frame(spark, rows.dynamo_tables, DYNAMO_TABLES_SCHEMA),
-        dynamo_items=_frame(spark, rows.dynamo_items, DYNAMO_ITEMS_SCHEMA),
-        cloudtrail=_frame(spark, rows.cloudtrail, CLOUDTRAIL_SCHEMA),
-        nifi_state=_frame(spark, rows.nifi_state, NIFI_STATE_SCHEMA),
-        nifi_repository_files=_frame(spark, rows.nifi_repository_files, NIFI_REPOSITORY_FILES_SCHEMA),
-        nifi_local_state=_frame(spark, rows.nifi_local_state, NIFI_LOCAL_STATE_SCHEMA),
+        **{name: _frame(spark, getattr(rows, name), schema) for name, schema in STATE_SCHEMAS.items()},
         problems=rows.problems,
         digest=rows.digest(),
     )
@@ -228,16 +216,8 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
         except Exception as exc:  # noqa: BLE001 - the last guard: one bad file must not stop the bundle
             out.problems.append((item.source, f"unexpected error reading {kind}: {type(exc).__name__}: {exc}"))
     # Every row carries every column (None when absent), so Python users see the same shape as the tables.
-    for rows, schema in (
-        (out.state_files, STATE_FILES_SCHEMA),
-        (out.checkpoints, CHECKPOINTS_SCHEMA),
-        (out.dynamo_tables, DYNAMO_TABLES_SCHEMA),
-        (out.dynamo_items, DYNAMO_ITEMS_SCHEMA),
-        (out.cloudtrail, CLOUDTRAIL_SCHEMA),
-        (out.nifi_state, NIFI_STATE_SCHEMA),
-        (out.nifi_repository_files, NIFI_REPOSITORY_FILES_SCHEMA),
-        (out.nifi_local_state, NIFI_LOCAL_STATE_SCHEMA),
-    ):
+    for name, schema in STATE_SCHEMAS.items():
+        rows = getattr(out, name)
         rows[:] = [{f.name: row.get(f.name) for f in schema.fields} for row in rows]
     return out
 

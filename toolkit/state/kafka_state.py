@@ -256,42 +256,69 @@ def _changelog_store(app_id: str | None, topic: str) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class _SnapshotOrigin:
+    """What every row of one snapshot shares: where it came from and when it was taken."""
+
+    host: str | None
+    source: str
+    capture_time: datetime | None
+
+    def problem_source(self, path: str) -> str:
+        """The source a problem about ``path`` (relative to the snapshot) is reported under."""
+        return f"{self.source}/{path}" if path and path != "." else self.source
+
+
 def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaStateRows:
     """Turn one snapshot into ``state_files`` and ``checkpoints`` rows plus problems (never raises)."""
     out = KafkaStateRows()
     root_kind = classify_root(snapshot)
-    capture_time = snapshot.capture_time
-    host = host or snapshot.captured_host
+    origin = _SnapshotOrigin(host or snapshot.captured_host, source, snapshot.capture_time)
     located = [(entry, _locate(entry, root_kind, snapshot)) for entry in snapshot.entries]
+    out.problems.extend((origin.problem_source(rel), reason) for rel, reason in snapshot.problems)
 
-    def problem_source(path: str) -> str:
-        return f"{source}/{path}" if path and path != "." else source
+    totals = _folder_totals(located, root_kind)
+    offsets_in_store = _offsets_in_store(located, snapshot)
+    versions = _layout_version_hints(located, offsets_in_store, root_kind, snapshot)
+    checkpoint_files = _add_state_file_rows(out, located, snapshot, origin, totals, offsets_in_store)
+    parsed = _parse_checkpoint_files(checkpoint_files, snapshot, versions)
+    for row in out.state_files:
+        row["version_hint"] = versions[row["app_id"]].text() if row["app_id"] in versions else None
+    _add_checkpoint_rows(out, parsed, snapshot, origin, versions)
+    _add_in_store_offset_rows(out, origin)
+    if not any(r["kind"] in ("app_dir", "task_dir") for r in out.state_files):
+        out.problems.append((source, "no Kafka Streams application or task folder found in this state directory"))
+    return out
 
-    for rel, reason in snapshot.problems:
-        out.problems.append((problem_source(rel), reason))
 
-    # Folder totals: each file counts toward its own group and every enclosing folder's group.
-    totals: dict[str, list[Any]] = defaultdict(lambda: [0, 0, 0, None])  # files, ssts, bytes, newest_ns
+#: Per folder: [files, sst files, bytes, newest mtime in ns] of every file below it.
+_FolderTotals = dict[str, list[Any]]
+
+
+def _folder_totals(located: list[tuple[Entry, _Located]], root_kind: str) -> _FolderTotals:
+    """Folder totals: each file counts toward its own group and every enclosing folder's group."""
+    totals: _FolderTotals = defaultdict(lambda: [0, 0, 0, None])  # files, ssts, bytes, newest_ns
+
+    def count(bucket: list[Any], entry: Entry) -> None:
+        bucket[0] += 1
+        bucket[1] += entry.name.endswith(".sst")
+        bucket[2] += entry.size
+        if entry.mtime_ns is not None and (bucket[3] is None or entry.mtime_ns > bucket[3]):
+            bucket[3] = entry.mtime_ns
+
     for entry, where in located:
         if entry.type != "f":
             continue
         parts = where.path.split("/")
         for depth in range(1, len(parts)):
-            bucket = totals["/".join(parts[:depth])]
-            bucket[0] += 1
-            bucket[1] += entry.name.endswith(".sst")
-            bucket[2] += entry.size
-            if entry.mtime_ns is not None and (bucket[3] is None or entry.mtime_ns > bucket[3]):
-                bucket[3] = entry.mtime_ns
+            count(totals["/".join(parts[:depth])], entry)
         if root_kind == "state_dir" and len(parts) >= 1:
-            bucket = totals["."]
-            bucket[0] += 1
-            bucket[1] += entry.name.endswith(".sst")
-            bucket[2] += entry.size
-            if entry.mtime_ns is not None and (bucket[3] is None or entry.mtime_ns > bucket[3]):
-                bucket[3] = entry.mtime_ns
+            count(totals["."], entry)
+    return totals
 
-    # KIP-1035: a RocksDB instance whose newest OPTIONS file has an 'offsets' column family.
+
+def _offsets_in_store(located: list[tuple[Entry, _Located]], snapshot: Snapshot) -> dict[str, bool]:
+    """Per store group: whether its newest RocksDB OPTIONS file has an 'offsets' column family (KIP-1035)."""
     newest_options: dict[str, tuple[int, Entry]] = {}
     for entry, where in located:
         match = _OPTIONS_FILE.match(entry.name)
@@ -304,8 +331,12 @@ def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaSta
         data = snapshot.read(entry.rel)
         if data is not None:
             offsets_in_store[group] = bool(_OFFSETS_COLUMN_FAMILY.search(data.decode("utf-8", errors="replace")))
+    return offsets_in_store
 
-    # Per-app version hints from the layout markers.
+
+def _layout_version_hints(located: list[tuple[Entry, _Located]], offsets_in_store: dict[str, bool], root_kind: str,
+                          snapshot: Snapshot) -> dict[str | None, _VersionRange]:
+    """Per app: the Kafka Streams versions its layout markers (locks, metadata, position files...) allow."""
     versions: dict[str | None, _VersionRange] = defaultdict(_VersionRange)
     for entry, where in located:
         hint = versions[where.app_id]
@@ -320,13 +351,24 @@ def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaSta
     for group, has_offsets in offsets_in_store.items():
         if has_offsets:
             versions[group.split("/", 1)[0] if root_kind != "task" or snapshot.parent_name else None].at_least(_V43)
+    return versions
 
-    parsed_files: list[tuple[Entry, _Located, str]] = []
+
+#: Folder kinds whose ``state_files`` row carries the totals of the files below it.
+_TOTALLED_KINDS = ("state_dir", "app_dir", "topology_dir", "task_dir", "rocksdb_dir", "rocksdb_store",
+                   "segmented_store", "segment")
+
+
+def _add_state_file_rows(out: KafkaStateRows, located: list[tuple[Entry, _Located]], snapshot: Snapshot,
+                         origin: _SnapshotOrigin, totals: _FolderTotals, offsets_in_store: dict[str, bool],
+                         ) -> list[tuple[Entry, _Located, str]]:
+    """One ``state_files`` row per entry; returns the checkpoint-format files to parse, with their file kind."""
+    checkpoint_files: list[tuple[Entry, _Located, str]] = []
     for entry, where in located:
         is_dir = entry.type == "d"
         row: dict[str, Any] = {
-            "host": host,
-            "source": source,
+            "host": origin.host,
+            "source": origin.source,
             "app_id": where.app_id,
             "topology": where.topology,
             "task_id": where.task_id,
@@ -337,10 +379,9 @@ def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaSta
             "size": entry.size,
             "mode": entry.mode,
             "mtime": entry.mtime,
-            "capture_time": capture_time,
+            "capture_time": origin.capture_time,
         }
-        if is_dir and where.kind in ("state_dir", "app_dir", "topology_dir", "task_dir", "rocksdb_dir",
-                                     "rocksdb_store", "segmented_store", "segment"):
+        if is_dir and where.kind in _TOTALLED_KINDS:
             files, ssts, size, newest = totals.get(where.path, [0, 0, 0, None])
             row.update(file_count=files, sst_count=ssts, bytes=size, newest_mtime=from_ns(newest))
         if where.kind in ("rocksdb_store", "segment"):
@@ -348,48 +389,57 @@ def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaSta
             if row["offsets_in_store"]:
                 row["note"] = KIP_1035_NOTE
         if where.kind == "process_metadata":
-            row["process_id"] = _process_id(snapshot, entry, out, problem_source(where.path))
+            row["process_id"] = _process_id(snapshot, entry, out, origin.problem_source(where.path))
         if entry.rel in snapshot.copy_errors:
             row["note"] = f"content not captured: {snapshot.copy_errors[entry.rel]}"
         out.state_files.append(row)
         if where.kind in ("checkpoint", "checkpoint_tmp", "store_checkpoint", "position") and entry.type == "f":
             file_kind = "global_checkpoint" if where.kind == "checkpoint" and where.task_id == GLOBAL_DIR else where.kind
-            parsed_files.append((entry, where, file_kind))
+            checkpoint_files.append((entry, where, file_kind))
+    return checkpoint_files
 
-    # A -4 sentinel only exists from 2.6 on, which settles the offset meaning of the whole app.
+
+def _parse_checkpoint_files(checkpoint_files: list[tuple[Entry, _Located, str]], snapshot: Snapshot,
+                            versions: dict[str | None, _VersionRange]) -> list[tuple[Entry, _Located, str, Any]]:
+    """Parse each checkpoint-format file (None when its content was not captured).
+
+    A -4 sentinel only exists from 2.6 on, which settles the offset meaning of the whole app.
+    """
     parsed = []
-    for entry, where, file_kind in parsed_files:
+    for entry, where, file_kind in checkpoint_files:
         data = snapshot.read(entry.rel)
         result = parse_offset_checkpoint(data) if data is not None else None
         if result is not None and any(e.offset == -4 for e in result.entries):
             versions[where.app_id].at_least(_V26)
-        parsed.append((entry, where, file_kind, data, result))
+        parsed.append((entry, where, file_kind, result))
+    return parsed
 
-    for row in out.state_files:
-        row["version_hint"] = versions[row["app_id"]].text() if row["app_id"] in versions else None
 
-    for entry, where, file_kind, data, result in parsed:
+def _add_checkpoint_rows(out: KafkaStateRows, parsed: list[tuple[Entry, _Located, str, Any]], snapshot: Snapshot,
+                         origin: _SnapshotOrigin, versions: dict[str | None, _VersionRange]) -> None:
+    """One ``checkpoints`` row per entry of each parsed file, or one row with the problem that kept it unread."""
+    for entry, where, file_kind, result in parsed:
         base = {
-            "host": host,
-            "source": source,
+            "host": origin.host,
+            "source": origin.source,
             "app_id": where.app_id,
             "topology": where.topology,
             "task_id": where.task_id,
             "file": where.path,
             "file_kind": file_kind,
             "file_mtime": entry.mtime,
-            "capture_time": capture_time,
+            "capture_time": origin.capture_time,
         }
         meaning = _offset_meaning(file_kind, versions[where.app_id])
         if result is None:
             why = snapshot.copy_errors.get(entry.rel) or "content not captured (listing only or file too large)"
             reason = f"checkpoint content unavailable: {why}"
             out.checkpoints.append({**base, "store": where.store, "problem": reason})
-            out.problems.append((problem_source(where.path), reason))
+            out.problems.append((origin.problem_source(where.path), reason))
             continue
         if result.problem:
             out.checkpoints.append({**base, "store": where.store, "problem": result.problem})
-            out.problems.append((problem_source(where.path), f"unreadable checkpoint: {result.problem}"))
+            out.problems.append((origin.problem_source(where.path), f"unreadable checkpoint: {result.problem}"))
             continue
         for item in result.entries:
             store = where.store if file_kind in ("store_checkpoint", "position") else _changelog_store(where.app_id, item.topic)
@@ -406,15 +456,17 @@ def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaSta
                 }
             )
             if item.problem:
-                out.problems.append((problem_source(where.path), item.problem))
+                out.problems.append((origin.problem_source(where.path), item.problem))
 
-    # Stores that keep their offsets inside RocksDB: say so instead of leaving the checkpoint silently absent.
+
+def _add_in_store_offset_rows(out: KafkaStateRows, origin: _SnapshotOrigin) -> None:
+    """Stores that keep their offsets inside RocksDB: say so instead of leaving the checkpoint silently absent."""
     for row in out.state_files:
         if row.get("offsets_in_store") and row["kind"] == "rocksdb_store":
             out.checkpoints.append(
                 {
-                    "host": host,
-                    "source": source,
+                    "host": origin.host,
+                    "source": origin.source,
                     "app_id": row["app_id"],
                     "topology": row["topology"],
                     "task_id": row["task_id"],
@@ -423,13 +475,10 @@ def read_snapshot(snapshot: Snapshot, host: str | None, source: str) -> KafkaSta
                     "file_kind": "store_offsets",
                     "offset_meaning": "in_store",
                     "file_mtime": row["newest_mtime"],
-                    "capture_time": capture_time,
+                    "capture_time": origin.capture_time,
                     "problem": None,
                 }
             )
-    if not any(r["kind"] in ("app_dir", "task_dir") for r in out.state_files):
-        out.problems.append((source, "no Kafka Streams application or task folder found in this state directory"))
-    return out
 
 
 def _process_id(snapshot: Snapshot, entry: Entry, out: KafkaStateRows, where: str) -> str | None:

@@ -11,20 +11,17 @@ from pyspark.sql.types import (
     IntegerType,
     LongType,
     StringType,
-    StructField,
     StructType,
     TimestampType,
 )
 
-
-def _schema(*fields: tuple[str, object]) -> StructType:
-    return StructType([StructField(name, kind, True) for name, kind in fields])  # type: ignore[arg-type]
+from toolkit.schemas import struct
 
 
 S, L, I, T, B = StringType(), LongType(), IntegerType(), TimestampType(), BooleanType()
 
 #: One row per file or folder of a Kafka Streams state directory (read directly, from a capture or a listing).
-STATE_FILES_SCHEMA = _schema(
+STATE_FILES_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("app_id", S),  # application.id folder; null for files directly in state.dir
@@ -49,7 +46,7 @@ STATE_FILES_SCHEMA = _schema(
 )
 
 #: One row per entry of a ``.checkpoint``-format file (or one row with ``problem`` for an unreadable file).
-CHECKPOINTS_SCHEMA = _schema(
+CHECKPOINTS_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("app_id", S),
@@ -68,7 +65,7 @@ CHECKPOINTS_SCHEMA = _schema(
     ("problem", S),
 )
 
-DYNAMO_TABLES_SCHEMA = _schema(
+DYNAMO_TABLES_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("table", S),
@@ -84,7 +81,7 @@ DYNAMO_TABLES_SCHEMA = _schema(
     ("capture_time", T),  # mtime of the captured file
 )
 
-DYNAMO_ITEMS_SCHEMA = _schema(
+DYNAMO_ITEMS_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("table", S),
@@ -116,7 +113,7 @@ DYNAMO_ITEMS_SCHEMA = _schema(
     ("capture_time", T),
 )
 
-CLOUDTRAIL_SCHEMA = _schema(
+CLOUDTRAIL_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("line_no", L),  # line of the file where the event's JSON starts
@@ -137,7 +134,7 @@ CLOUDTRAIL_SCHEMA = _schema(
     ("event_category", S),
 )
 
-NIFI_STATE_SCHEMA = _schema(
+NIFI_STATE_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("component_id", S),
@@ -152,7 +149,7 @@ NIFI_STATE_SCHEMA = _schema(
 
 #: One row per file or folder of a NiFi write-ahead log (local state provider, FlowFile repository), read from
 #: a copied folder or a ``capture-state --product nifi`` archive; header and framing facts, never FlowFile data.
-NIFI_REPOSITORY_FILES_SCHEMA = _schema(
+NIFI_REPOSITORY_FILES_SCHEMA = struct(
     ("host", S),
     ("source", S),  # the folder or capture archive
     ("root", S),  # name of the captured folder (``local``, ``flowfile_repository``, a NiFi home)
@@ -182,7 +179,7 @@ NIFI_REPOSITORY_FILES_SCHEMA = _schema(
 
 #: One row per entry of each component-state record in the local state provider's write-ahead log, in replay
 #: order (snapshot, then journal transactions). A record without entries (cleared state, DELETE) is one row.
-NIFI_LOCAL_STATE_SCHEMA = _schema(
+NIFI_LOCAL_STATE_SCHEMA = struct(
     ("host", S),
     ("source", S),
     ("path", S),  # the file holding the record
@@ -203,7 +200,7 @@ NIFI_LOCAL_STATE_SCHEMA = _schema(
     ("version_hint", S),
 )
 
-PROBLEMS_SCHEMA = _schema(("source", S), ("reason", S))
+PROBLEMS_SCHEMA = struct(("source", S), ("reason", S))
 
 STATE_FILES_COLUMNS = tuple(f.name for f in STATE_FILES_SCHEMA.fields)
 CHECKPOINTS_COLUMNS = tuple(f.name for f in CHECKPOINTS_SCHEMA.fields)
@@ -214,8 +211,8 @@ NIFI_STATE_COLUMNS = tuple(f.name for f in NIFI_STATE_SCHEMA.fields)
 NIFI_REPOSITORY_FILES_COLUMNS = tuple(f.name for f in NIFI_REPOSITORY_FILES_SCHEMA.fields)
 NIFI_LOCAL_STATE_COLUMNS = tuple(f.name for f in NIFI_LOCAL_STATE_SCHEMA.fields)
 
-#: Every state table by name, in the order they are written.
-STATE_SCHEMAS = {
+#: Every state table by name, in the order they are written: the one declaration of the state tables.
+STATE_SCHEMAS: dict[str, StructType] = {
     "state_files": STATE_FILES_SCHEMA,
     "checkpoints": CHECKPOINTS_SCHEMA,
     "dynamo_tables": DYNAMO_TABLES_SCHEMA,
@@ -225,3 +222,6 @@ STATE_SCHEMAS = {
     "nifi_repository_files": NIFI_REPOSITORY_FILES_SCHEMA,
     "nifi_local_state": NIFI_LOCAL_STATE_SCHEMA,
 }
+
+#: The state table names, in order.
+STATE_TABLES: tuple[str, ...] = tuple(STATE_SCHEMAS)

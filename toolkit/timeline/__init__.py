@@ -15,12 +15,16 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline.schemas import TABLES
 
 
 @dataclass
 class StateFacts:
-    """State-capture tables (see ``toolkit.state.schemas``); empty frames when nothing was captured."""
+    """State-capture tables, one per name of ``toolkit.state.schemas.STATE_TABLES`` in that order.
+
+    Empty frames when nothing was captured.
+    """
 
     state_files: DataFrame
     checkpoints: DataFrame
@@ -33,12 +37,10 @@ class StateFacts:
     nifi_local_state: DataFrame | None = None
 
     def __post_init__(self) -> None:
-        from toolkit.state.schemas import STATE_SCHEMAS
-
         spark = self.state_files.sparkSession
-        for name in ("nifi_repository_files", "nifi_local_state"):
+        for name, schema in STATE_SCHEMAS.items():
             if getattr(self, name) is None:
-                setattr(self, name, spark.createDataFrame([], STATE_SCHEMAS[name]))
+                setattr(self, name, spark.createDataFrame([], schema))
 
 
 @dataclass

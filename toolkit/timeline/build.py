@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from toolkit.events import is_nifi_bootstrap
+from toolkit.events.versions import KNOWN_LINES, template_versions
 from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.schemas import TABLES
 
@@ -194,48 +195,9 @@ def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame 
 
 # --------------------------------------------------------------------------- versions
 
-#: Newest minor release each product's catalogue was checked against: a template range ending
-#: there means "still printed by the newest version we know", not "removed after it".
-NEWEST_CHECKED = {"kafka": (4, 3), "nifi": (2, 11)}
-_OPEN = 99 * 100 + 99
-
-
-def _version_key(text: str, upper: bool) -> int:
-    major, _, minor = text.strip().partition(".")
-    if minor in ("", "x"):
-        return int(major) * 100 + (99 if upper else 0)
-    return int(major) * 100 + int(minor.split(".")[0])
-
-
-def _template_versions(spark) -> DataFrame:
-    """template_id, family, lowest and highest version key of each catalogue template."""
-    from toolkit.catalogue import load_templates
-
-    rows = []
-    for t in load_templates():
-        family = "nifi" if t.product == "nifi" else "kafka"
-        lo_text, _, hi_text = t.versions.partition("-")
-        hi_text = hi_text or lo_text
-        try:
-            lo, hi = _version_key(lo_text, False), _version_key(hi_text, True)
-        except ValueError:
-            continue
-        newest = NEWEST_CHECKED[family]
-        if hi == newest[0] * 100 + newest[1]:
-            hi = _OPEN
-        rows.append((t.id, family, lo, hi))
-    return spark.createDataFrame(rows, "template_id string, family string, v_lo int, v_hi int")
-
 
 def _key_text(key: Column) -> Column:
     return F.concat_ws(".", (key / 100).cast("int").cast("string"), (key % 100).cast("string"))
-
-
-#: Minor release lines of each product the catalogue covers (a run's version is one of these lines).
-KNOWN_LINES = {
-    "kafka": [(1, 1), *[(2, m) for m in range(9)], *[(3, m) for m in range(10)], *[(4, m) for m in range(4)]],
-    "nifi": [*[(1, m) for m in range(29)], *[(2, m) for m in range(12)]],
-}
 
 
 def version_ranges(events: DataFrame) -> DataFrame:
@@ -248,7 +210,7 @@ def version_ranges(events: DataFrame) -> DataFrame:
     ``2.0-2.1`` for two; never open-ended, never empty.
     """
     spark = events.sparkSession
-    versions = _template_versions(spark)
+    versions = template_versions(spark)
     lines = spark.createDataFrame([(family, major * 100 + minor) for family, known in KNOWN_LINES.items()
                                    for major, minor in known], "family string, line int")
     ev = events.where(F.col("run_no").isNotNull()).select("run_id", "template_id").distinct().join(
@@ -699,13 +661,12 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
           run_bounds: DataFrame | None = None) -> Timeline:
     """All tables; each is a lazy DataFrame (``Timeline.write`` or a detector triggers the work).
 
-    ``run_bounds`` (:func:`toolkit.events.run_bounds` of the records) places each run's end at its last
-    line of any kind; without it the last classified event ends the run.
+    ``events`` are run-tagged (:func:`toolkit.events.tag_runs`). ``run_bounds``
+    (:func:`toolkit.events.run_bounds` of the records) places each run's end at its last line of any
+    kind; without it the last classified event ends the run.
     """
     if "run_id" not in events.columns:
-        from toolkit.events import tag_runs
-
-        events = tag_runs(events)
+        raise ValueError("events must carry run_no and run_id (toolkit.events.tag_runs) before the timeline is built")
     spark = events.sparkSession
     config = config_with_runs(events, config)
     runs = process_runs(events, config, run_bounds)

@@ -1,0 +1,117 @@
+"""The package's stages import only from earlier stages (module-level and function-level imports alike).
+
+A stage may use anything declared in the stages before it and nothing after it, so each stage can be
+read, tested and replaced knowing only what comes before. Modules are matched to stages by the
+longest declared prefix (the root package ``toolkit`` by its own name only); a module of no declared stage fails the test, so a new module must be placed.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import toolkit
+
+PACKAGE = Path(toolkit.__file__).parent
+
+#: Stages, lowest first; modules in one stage may import each other.
+STAGES: list[tuple[str, tuple[str, ...]]] = [
+    # leaves every stage may use: version, regex conversion, shared column contracts, redaction, Spark set-up
+    ("base", ("toolkit", "toolkit.regex", "toolkit.schemas", "toolkit.redact", "toolkit.progress", "toolkit.spark")),
+    # state evidence: formats, sniffing, readers -> state tables (they import nothing but toolkit.schemas)
+    ("state", ("toolkit.state",)),
+    # the bundle walker (asks the state sniffers what each file is) and the parse cache keyed by its files
+    ("bundle", ("toolkit.bundle", "toolkit.cache")),
+    ("catalogue", ("toolkit.catalogue", "toolkit.layouts")),
+    ("ingest", ("toolkit.ingest",)),
+    ("events", ("toolkit.events",)),
+    ("timeline", ("toolkit.timeline",)),
+    ("knowledge", ("toolkit.knowledge",)),
+    ("detectors", ("toolkit.detectors",)),
+    # what one analysis is asked to do (opens the parse cache it names)
+    ("options", ("toolkit.options",)),
+    ("pipeline", ("toolkit.pipeline",)),
+    ("viz", ("toolkit.viz", "toolkit.viz_nifi")),
+    ("report", ("toolkit.report",)),
+    ("serve", ("toolkit.serve",)),
+    ("cli", ("toolkit.cli", "toolkit.detect")),
+    # sample bundle generator: a tool of its own, imports nothing from the stages
+    ("samples", ("toolkit.samples",)),
+]
+
+#: Imports allowed against the order, each with its reason: (importing module, imported module) -> why.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _stage_of(module: str) -> int | None:
+    best, rank = -1, None
+    for i, (_, prefixes) in enumerate(STAGES):
+        for prefix in prefixes:
+            # the root package holds only itself; every other prefix holds its submodules too
+            inside = module == prefix or (prefix != "toolkit" and module.startswith(prefix + "."))
+            if inside and len(prefix) > best:
+                best, rank = len(prefix), i
+    return rank
+
+
+def _imports(module: str, path: Path, known: set[str]) -> set[str]:
+    """Every ``toolkit`` module ``module`` imports, anywhere in its body."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "toolkit"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's package
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "toolkit":
+                continue
+            for alias in node.names:  # `from toolkit import viz` imports the module toolkit.viz
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in known else target)
+    return found
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    assert [m for m in _modules() if _stage_of(m) is None] == []
+
+
+def test_no_module_imports_a_later_stage() -> None:
+    modules = _modules()
+    known = set(modules)
+    violations = []
+    for module, path in modules.items():
+        own = _stage_of(module)
+        for imported in sorted(_imports(module, path, known)):
+            theirs = _stage_of(imported)
+            if theirs is not None and own is not None and theirs > own and (module, imported) not in EXCEPTIONS:
+                violations.append(f"{module} ({STAGES[own][0]}) imports {imported} ({STAGES[theirs][0]})")
+    assert violations == []
+
+
+def test_exceptions_are_still_needed() -> None:
+    modules = _modules()
+    known = set(modules)
+    stale = [pair for pair in EXCEPTIONS if pair[1] not in _imports(pair[0], modules[pair[0]], known)]
+    assert stale == []
+
+
+def test_the_walk_sees_function_level_and_relative_imports() -> None:
+    known = set(_modules())
+    bundle = _imports("toolkit.bundle", PACKAGE / "bundle.py", known)
+    assert any(m.startswith("toolkit.state") for m in bundle)  # imported inside a function
+    samples = _imports("toolkit.samples.bundles", PACKAGE / "samples" / "bundles.py", known)
+    assert "toolkit.samples.render" in samples  # `from .render import ...`
