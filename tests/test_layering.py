@@ -111,7 +111,7 @@ def test_exceptions_are_still_needed() -> None:
 
 def test_the_walk_sees_function_level_and_relative_imports() -> None:
     known = set(_modules())
-    bundle = _imports("toolkit.bundle", PACKAGE / "bundle.py", known)
+    bundle = _imports("toolkit.bundle.discovery", PACKAGE / "bundle" / "discovery.py", known)
     assert any(m.startswith("toolkit.state") for m in bundle)  # imported inside a function
     samples = _imports("toolkit.samples.bundles", PACKAGE / "samples" / "bundles.py", known)
     assert "toolkit.samples.render" in samples  # `from .render import ...`
