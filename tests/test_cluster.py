@@ -99,3 +99,50 @@ def test_toolkit_uses_the_dataframe_api_only():
                 if re.search(pattern, code):
                     offenders.append(f"{path.relative_to(REPO)}:{no}: {what}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+SHUFFLE_WIDTH = "spark.sql.shuffle.partitions"
+
+
+def test_shuffle_width_is_pinned_only_for_local_masters():
+    """A standalone master or a Connect server keeps its own shuffle width; adaptive execution coalesces it."""
+    from toolkit.spark import connect_settings, session_settings
+
+    assert session_settings("local[2]")[SHUFFLE_WIDTH] == "4"
+    for master in ("spark://127.0.0.1:7077", "spark://h1:7077,h2:7077", "yarn", "k8s://https://10.0.0.1:6443"):
+        settings = session_settings(master)
+        assert SHUFFLE_WIDTH not in settings, master
+        assert settings["spark.sql.adaptive.enabled"] == "true"
+        assert settings["spark.sql.adaptive.coalescePartitions.enabled"] == "true"
+    remote = connect_settings()
+    assert SHUFFLE_WIDTH not in remote
+    assert remote["spark.sql.adaptive.enabled"] == "true" and remote["spark.sql.session.timeZone"] == "UTC"
+    assert connect_settings({SHUFFLE_WIDTH: "64"})[SHUFFLE_WIDTH] == "64"  # only when the user asks
+
+
+class _LockedConf:
+    """A Connect session's ``conf`` on a server that refuses some settings (as a locked-down server does)."""
+
+    def __init__(self, refused: set[str]):
+        self.refused, self.values = refused, {}
+
+    def set(self, key: str, value: str) -> None:
+        if key in self.refused:
+            raise RuntimeError(f"[CANNOT_MODIFY_CONFIG] Cannot modify the value of the Spark config: {key}")
+        self.values[key] = value
+
+
+def test_connect_session_takes_adaptive_settings_only_where_allowed():
+    from toolkit.spark import apply_runtime_settings, connect_settings
+
+    open_conf = _LockedConf(set())
+    apply_runtime_settings(open_conf, connect_settings())
+    assert open_conf.values["spark.sql.adaptive.coalescePartitions.enabled"] == "true"
+    assert SHUFFLE_WIDTH not in open_conf.values
+
+    locked = _LockedConf({"spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled"})
+    apply_runtime_settings(locked, connect_settings())
+    assert locked.values == {"spark.sql.session.timeZone": "UTC"}
+
+    with pytest.raises(RuntimeError, match="CANNOT_MODIFY_CONFIG"):
+        apply_runtime_settings(_LockedConf({"spark.sql.session.timeZone"}), connect_settings())

@@ -18,7 +18,7 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -99,6 +99,9 @@ def default_log_file() -> Path:
 # Settings a Connect client may change at runtime (static ones belong to the server); others
 # given in ``conf`` are applied too when the server allows it.
 _RUNTIME_CONF = ("spark.sql.session.timeZone",)
+# Asked of a Connect server too, but only where it lets a client change them: the shuffle width is
+# never pinned there (the server's default knows its cluster), adaptive execution narrows it instead.
+_OPTIONAL_RUNTIME_CONF = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled")
 
 _LOCAL_CORES = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
 
@@ -140,6 +143,27 @@ def session_settings(master: str, conf: Mapping[str, str] | None = None) -> dict
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(conf or {})
     return settings
+
+
+def connect_settings(conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings a Spark Connect client asks of its server: time zone and adaptive execution, plus ``conf``.
+
+    No shuffle width: the server was started for its cluster and keeps its own.
+    """
+    settings = {key: _BASE_CONF[key] for key in (*_RUNTIME_CONF, *_OPTIONAL_RUNTIME_CONF)}
+    settings.update(conf or {})
+    return settings
+
+
+def apply_runtime_settings(runtime_conf: Any, settings: Mapping[str, str]) -> None:
+    """Set each setting on a running session's ``conf``; one the session refuses keeps the server's value,
+    except the time zone, without which timestamps would be read wrongly."""
+    for key, value in settings.items():
+        try:
+            runtime_conf.set(key, value)
+        except Exception:  # a static or locked setting: the server's own value stands
+            if key in _RUNTIME_CONF:
+                raise
 
 
 class SparkUnavailable(RuntimeError):
@@ -215,13 +239,7 @@ def get_spark(
     try:
         if kind == "remote":
             spark = SparkSession.builder.remote(url).getOrCreate()
-            runtime = {key: _BASE_CONF[key] for key in _RUNTIME_CONF}
-            for key, value in {**runtime, **(conf or {})}.items():
-                try:
-                    spark.conf.set(key, value)
-                except Exception:  # a static setting: the server's own value stands
-                    if key in _RUNTIME_CONF:
-                        raise
+            apply_runtime_settings(spark.conf, connect_settings(conf))
             return spark
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in session_settings(url, {"spark.driver.extraJavaOptions": java, **(conf or {})}).items():
