@@ -26,9 +26,10 @@ from toolkit.progress import Progress, console_progress
 from toolkit.report.export import export_html
 from toolkit.report.investigation import LOG_DIR
 from toolkit.report.parameters import ParameterError, _fmt, validate_parameters
-from toolkit.report.runner import PACKAGE_ROOT, ReportError, ReportFiles, execute_notebook
+from toolkit.report.runner import ReportError, ReportFiles, execute_notebook
+from toolkit.shipped import notebook_file
 
-REPORT_NOTEBOOK = PACKAGE_ROOT / "notebooks" / "incident_report.ipynb"
+REPORT_NOTEBOOK = notebook_file("incident_report.ipynb")
 
 
 def make_report(

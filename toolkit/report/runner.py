@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from toolkit.progress import PROGRESS_FILE_ENV, FollowFile, Progress
+from toolkit.shipped import IMPORT_ROOT
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+#: The folder holding the ``toolkit`` package, put on the kernel's ``PYTHONPATH``.
+PACKAGE_ROOT = IMPORT_ROOT
 
 #: Name of the kernelspec written for this interpreter when ``python3`` points elsewhere.
 PRIVATE_KERNEL = "stream-incident-python"

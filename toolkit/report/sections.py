@@ -16,16 +16,20 @@ from typing import Any, Callable, Iterator, Sequence
 import pandas as pd
 
 from toolkit.report.investigation import ReportView
+from toolkit.shipped import shipped_file
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-PLAYBOOKS = PACKAGE_ROOT / "playbooks"
+#: Folder of the playbooks on this machine (installed copies, else the repository's).
+PLAYBOOKS = shipped_file("playbooks/README.md").parent
 
 _SEVERITY_COLOUR = {"critical": "#b00020", "warning": "#b35900", "info": "#35638a", "error": "#6a1b9a"}
 
 
-def _playbook_file(finding) -> tuple[str, Path]:
+def _playbook_file(finding) -> tuple[str, Path | None]:
     rel = getattr(finding, "playbook", "") or f"playbooks/{finding.detector}.md"
-    return rel, PACKAGE_ROOT / rel
+    try:
+        return rel, shipped_file(rel)
+    except ValueError:  # a finding read back from JSON may name anything
+        return rel, None
 
 
 def playbook_link(finding, base: Path | None = None) -> str:
@@ -34,7 +38,7 @@ def playbook_link(finding, base: Path | None = None) -> str:
     import os
 
     rel, local = _playbook_file(finding)
-    if not local.exists():
+    if local is None or not local.exists():
         return f"<code>{html.escape(rel)}</code>"
     try:
         href = Path(os.path.relpath(local, base or Path.cwd())).as_posix()
@@ -48,7 +52,7 @@ def playbook_html(finding) -> str:
     import mistune
 
     rel, local = _playbook_file(finding)
-    if not local.exists():
+    if local is None or not local.exists():
         return ""
     # The playbooks are this package's own Markdown; mistune escapes raw HTML in them.
     body = mistune.html(local.read_text(encoding="utf-8"))
