@@ -320,3 +320,17 @@ def test_read_state_aws_tables_and_timeline_events(spark, tmp_path):
     assert failed.us == int(ms("2026-04-08T09:12:31").timestamp() * 1_000_000)
     lease = tables.dynamo_items.where("kind = 'legacy_lease' AND checkpoint_sentinel IS NULL").first()
     assert lease.lease_counter == 5321 and lease.table == "legacy-app"
+
+
+def test_json_evidence_past_the_bundle_total_is_reported_not_read(tmp_path, monkeypatch):
+    """The driver reads JSON evidence up to a total per bundle; later files become problem rows."""
+    import toolkit.state as state
+
+    events = [trail_event("DeleteTable", APP, "2026-04-08T09:12:26Z", f"REQ{n}") for n in range(3)]
+    files = [write(tmp_path / "trail", f"trail-{n}.json", {"Records": [event]}) for n, event in enumerate(events)]
+    items = [StateItem("h", f, f"trail/{f.name}", "cloudtrail") for f in files]
+    first_two = sum(f.stat().st_size for f in files[:2])
+    monkeypatch.setattr(state, "MAX_JSON_TOTAL_BYTES", first_two)
+    rows = collect_state_rows(items)
+    assert sorted(r["request_id"] for r in rows.cloudtrail) == ["REQ0", "REQ1"]
+    assert [(source, "passed the" in reason) for source, reason in rows.problems] == [("trail/trail-2.json", True)]

@@ -63,6 +63,9 @@ STATE_KINDS = (
 
 #: JSON evidence files larger than this are reported, not read (real captures are kilobytes to a few MB).
 MAX_JSON_BYTES = 256 << 20
+#: JSON evidence (DynamoDB, CloudTrail, NiFi state) is read on the driver: at most this much per bundle.
+#: Files past it are reported, not read, so a bundle of many large dumps cannot exhaust the driver.
+MAX_JSON_TOTAL_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -175,16 +178,28 @@ def _mtime(path: Path) -> Any:
         return None
 
 
-def _read_text(item: StateItem) -> str:
-    size = os.stat(item.path).st_size
-    if size > MAX_JSON_BYTES:
-        raise ValueError(f"file of {size} bytes is larger than the {MAX_JSON_BYTES}-byte limit for JSON evidence")
-    return Path(item.path).read_bytes().decode("utf-8", errors="replace")
+class _JsonBudget:
+    """The bytes of JSON evidence the driver may still read for this bundle (``MAX_JSON_TOTAL_BYTES``)."""
+
+    def __init__(self, total: int | None = None) -> None:
+        self.left = MAX_JSON_TOTAL_BYTES if total is None else total
+
+    def read_text(self, item: StateItem) -> str:
+        size = os.stat(item.path).st_size
+        if size > MAX_JSON_BYTES:
+            raise ValueError(f"file of {size} bytes is larger than the {MAX_JSON_BYTES}-byte limit for JSON evidence")
+        if size > self.left:
+            raise ValueError(f"not read: the bundle's JSON evidence passed the {MAX_JSON_TOTAL_BYTES}-byte total "
+                             f"read on the driver (this file has {size} bytes); analyse these dumps in a bundle "
+                             "of their own")
+        self.left -= size
+        return Path(item.path).read_bytes().decode("utf-8", errors="replace")
 
 
 def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
     """Python-side half of :func:`read_state` (no Spark): useful for tests and for bounded tooling."""
     out = StateRows()
+    budget = _JsonBudget()
     resolved: list[tuple[StateItem, str]] = []
     for item in items:
         kind = item.kind or _sniff(item)
@@ -200,7 +215,7 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
             continue
         try:
             rows, problems = _dynamodb.describe_table_rows(
-                _read_text(item), host=item.host, source=item.source, capture_time=_mtime(item.path)
+                budget.read_text(item), host=item.host, source=item.source, capture_time=_mtime(item.path)
             )
         except (OSError, ValueError) as exc:
             rows, problems = [], [(item.source, f"cannot read describe-table capture: {exc}")]
@@ -212,7 +227,7 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
 
     for item, kind in resolved:
         try:
-            _read_item(item, kind, out, describes_by_folder)
+            _read_item(item, kind, out, describes_by_folder, budget)
         except Exception as exc:  # noqa: BLE001 - the last guard: one bad file must not stop the bundle
             out.problems.append((item.source, f"unexpected error reading {kind}: {type(exc).__name__}: {exc}"))
     # Every row carries every column (None when absent), so Python users see the same shape as the tables.
@@ -222,7 +237,8 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
     return out
 
 
-def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: dict[str, list[str]]) -> None:
+def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: dict[str, list[str]],
+               budget: _JsonBudget) -> None:
     path = Path(item.path)
     if kind == "dynamodb_table":
         return  # done above
@@ -271,7 +287,7 @@ def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: 
         out.problems.extend(rows.problems)
         return
     try:
-        text = _read_text(item)
+        text = budget.read_text(item)
     except (OSError, ValueError) as exc:
         out.problems.append((item.source, f"cannot read {kind} capture: {exc}"))
         return
