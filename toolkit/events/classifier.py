@@ -9,13 +9,15 @@ How :func:`classify` works, in one pass over the records:
    ``stream-client [..] ``, ``state-updater [..] ``, ``task [..] ``, ``[Consumer clientId=..,
    groupId=..] ``, ``ConsumeKinesis[id=..] ``...). Real logs sometimes lack the space after the
    ``]`` (KAFKA-7672 log), so the space is optional. The rest of the message is the *body*.
-2. A ``CASE WHEN contains(message, literal_i) AND [prefix ok] AND body RLIKE pattern_i THEN i``
-   chain picks the first matching template (priority order); the cheap ``contains`` prefilter
-   short-circuits, so a regex only runs for messages that carry its literal.
-3. Groups are extracted only for the chosen template: a broadcast join with the small templates
-   table supplies its pattern and group numbers, so each field is a single ``regexp_extract``.
-   Values are cast with ``try_cast`` and combined with what the prefix says (thread, client id,
-   process id, task, consumer group).
+2. A cheap gate (:func:`_worth_trying`: logger class, level, a few literals) sets aside records no
+   template can match. For the others, the words of the message look up candidate templates in a
+   constant map (word -> template numbers); each candidate is checked with ``contains(literal)``
+   and its prefix kind before its regex, and the lowest matching number (priority order) wins
+   (:func:`_tag_templates`, native higher-order functions over constant arrays).
+3. Groups are extracted only for the chosen template: its pattern and group numbers are read from
+   constant arrays by template number, so each field is a single ``regexp_extract`` (the named
+   ``_with_*`` steps of :func:`_extract`). Values are cast with ``try_cast`` and combined with what
+   the prefix says (thread, client id, process id, task, consumer group).
 
 Lines that name several partitions (partition lists, checkpoint maps, restore progress) keep one
 row per record: the parsed list is in ``partitions`` (array of struct ``topic, partition, offset,
