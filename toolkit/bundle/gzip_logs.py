@@ -22,6 +22,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from toolkit.bundle.model import Bundle, IngestProblem, Limits, LogFile
 from toolkit.bundle.files import flat_name, looks_binary, read_head, spark_readable
@@ -44,38 +45,48 @@ class GzipHead:
     bomb_like: bool
 
 
-def _inflate(path: Path, limits: Limits, stop_after: int | None, sink=None) -> tuple[int, str | None, bool, int]:
-    """Stream-decompress ``path`` (all members) until ``stop_after`` output bytes, damage or the end.
+CORRUPT = "truncated or corrupt gzip"
+BOMB = "compression ratio too high (gzip bomb?)"
 
-    Returns (bytes out, damage detail or None, whether the end of the stream was reached, bytes in).
-    Output past the member cap or the bomb ratio counts as damage. ``sink`` receives the output.
+
+class _Inflated(NamedTuple):
+    written: int  # bytes of text given to the sink
+    problem: str | None  # CORRUPT, BOMB or None
+    detail: str | None
+    complete: bool  # the end of the last member was reached
+    consumed: int  # compressed bytes used
+
+
+def _inflate(path: Path, limits: Limits, stop_after: int | None = None, sink=None,
+             read_size: int = 1 << 16) -> _Inflated:
+    """Stream-decompress ``path`` (all members, ``cat a.gz b.gz`` too) until ``stop_after`` output
+    bytes, damage, the caps or the end; ``sink`` receives the text, never past the member cap.
+
+    Small reads keep more of a damaged file: the text the failing call would have decoded is lost.
     """
     compressed = max(path.stat().st_size, 1)
     written = consumed = 0
     decomp = zlib.decompressobj(wbits=31)
     with path.open("rb") as fh:
-        while True:
-            chunk = fh.read(1 << 16 if stop_after is not None else 1 << 20)
-            if not chunk:
-                if not decomp.eof:
-                    return written, f"stream ends early; {written} bytes recovered", False, consumed
-                return written, None, True, consumed
+        while chunk := fh.read(read_size):
             data = chunk
             while data:
                 before = len(data)
                 try:
                     piece = decomp.decompress(data, 1 << 20)
                 except zlib.error as exc:
-                    return written, f"{exc}; {written} bytes recovered", False, consumed
-                used = before - len(decomp.unconsumed_tail) - (len(decomp.unused_data) if decomp.eof else 0)
-                consumed += used
+                    return _Inflated(written, CORRUPT, f"{exc}; {written} bytes recovered", False, consumed)
+                consumed += before - len(decomp.unconsumed_tail) - (len(decomp.unused_data) if decomp.eof else 0)
+                over = len(piece) > limits.max_member_bytes - written
+                if over:  # never past the cap, not even by one decompressed chunk
+                    piece = piece[:max(limits.max_member_bytes - written, 0)]
                 written += len(piece)
                 if sink is not None:
                     sink(piece)
-                if written > limits.max_member_bytes or (written > 1 << 26 and written / compressed > limits.max_ratio):
-                    return written, "compression ratio too high", False, consumed
+                if over or (written > 1 << 26 and written / compressed > limits.max_ratio):
+                    return _Inflated(written, BOMB, f"stopped after {written} bytes", False, consumed)
                 if stop_after is not None and written >= stop_after:
-                    return written, None, False, consumed
+                    return _Inflated(written, None, None, False, consumed)
                 if decomp.unconsumed_tail:
                     data = decomp.unconsumed_tail
                 elif decomp.eof and decomp.unused_data:  # next gzip member
@@ -83,6 +94,9 @@ def _inflate(path: Path, limits: Limits, stop_after: int | None, sink=None) -> t
                     decomp = zlib.decompressobj(wbits=31)
                 else:
                     data = b""
+    if not decomp.eof:
+        return _Inflated(written, CORRUPT, f"stream ends early; {written} bytes recovered", False, consumed)
+    return _Inflated(written, None, None, True, consumed)
 
 
 def read_gzip_head(path: Path, limits: Limits, n: int | None = None) -> GzipHead:
@@ -90,7 +104,7 @@ def read_gzip_head(path: Path, limits: Limits, n: int | None = None) -> GzipHead
     file and judge what was seen."""
     n = HEAD_CHECK_BYTES if n is None else n
     parts: list[bytes] = []
-    written, damage, complete, consumed = _inflate(path, limits, n, parts.append)
+    written, _, damage, complete, consumed = _inflate(path, limits, n, parts.append)
     head = b"".join(parts)[:n]
     size = path.stat().st_size
     bomb_like = written >= n and written / max(consumed, 1) > limits.max_ratio
@@ -114,8 +128,8 @@ def read_text_head(path: Path, n: int) -> bytes:
 def gzip_is_intact(path: Path, limits: Limits) -> bool:
     """Decompress the whole file without keeping the text: True when every member ends with a valid
     checksum and nothing exceeds the caps."""
-    _, damage, complete, _ = _inflate(path, limits, None)
-    return damage is None and complete
+    inflated = _inflate(path, limits, read_size=1 << 20)
+    return inflated.problem is None and inflated.complete
 
 
 def gunzip_to(src: Path, target: Path, limits: Limits, source: str, problems: list[IngestProblem]) -> bool:
@@ -126,41 +140,8 @@ def gunzip_to(src: Path, target: Path, limits: Limits, source: str, problems: li
     gzip members (``cat a.gz b.gz``) are all read.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    compressed = max(src.stat().st_size, 1)
-    written = 0
-    problem: str | None = None
-    decomp = zlib.decompressobj(wbits=31)
-    with src.open("rb") as fh, target.open("wb") as out:
-        while problem is None:
-            # Small reads: the text one failing call decoded is lost with it, so keep that little.
-            chunk = fh.read(1 << 14)
-            if not chunk:
-                if not decomp.eof:
-                    problem = "truncated or corrupt gzip"
-                    detail = f"stream ends early; {written} bytes recovered"
-                break
-            data = chunk
-            while data:
-                try:
-                    piece = decomp.decompress(data, 1 << 22)
-                except zlib.error as exc:
-                    problem, detail = "truncated or corrupt gzip", f"{exc}; {written} bytes recovered"
-                    break
-                over = len(piece) > limits.max_member_bytes - written
-                if over:  # never write past the cap, not even by one decompressed chunk
-                    piece = piece[:max(limits.max_member_bytes - written, 0)]
-                written += len(piece)
-                out.write(piece)
-                if over or (written > 1 << 26 and written / compressed > limits.max_ratio):
-                    problem, detail = "compression ratio too high (gzip bomb?)", f"stopped after {written} bytes"
-                    break
-                if decomp.unconsumed_tail:
-                    data = decomp.unconsumed_tail
-                elif decomp.eof and decomp.unused_data:  # next gzip member
-                    data = decomp.unused_data
-                    decomp = zlib.decompressobj(wbits=31)
-                else:
-                    data = b""
+    with target.open("wb") as out:
+        written, problem, detail, _, _ = _inflate(src, limits, sink=out.write, read_size=1 << 14)
     if problem:
         problems.append(IngestProblem(source, problem, detail))
     elif written == 0:  # a valid gzip of nothing: say so rather than drop the file silently
