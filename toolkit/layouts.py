@@ -56,12 +56,15 @@ MESSAGE_TRAILER = r"^(.*) \(([A-Za-z_$][\w$]*(?:\.[\w$]+)+)(?::\d+)?\)$"
 DOTTED_NAME = r"^[A-Za-z_$][\w$]*(?:\.[\w$]+)+$"
 #: java.util.logging's SimpleFormatter: the second line of a record starts with the level.
 JUL_LEVEL_LINE = r"^(SEVERE|WARNING|INFO|CONFIG|FINEST|FINER|FINE): ?"
+#: Levels as layouts print them; other spellings (lower case, padded, java.util.logging's) are normalised.
+CANONICAL_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR")
 #: First words of the JVM's default uncaught-exception output (ThreadGroup.uncaughtException).
 UNCAUGHT_HEAD = 'Exception in thread "'
 #: A record start that prints no timestamp but opens with its level (%p %m (%c)%n, a quoted fragment).
 LEVEL_HEAD = r"^(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) +(?=\S)"
 #: Wiki markup that pasted logs carry at a line's start or end (JIRA {quote}, {code}, {noformat}).
-PASTE_MARKUP = r"^(?:\{(?:quote|code|noformat)(?::[^}]*)?\})+|(?:\{(?:quote|code|noformat)\})+$|^`(?=[^`])|(?<=[^`]) ?`$"
+PASTE_TAGS = ("quote", "code", "noformat")
+PASTE_MARKUP = rf"^(?:\{{(?:{'|'.join(PASTE_TAGS)})(?::[^}}]*)?\}})+|(?:\{{(?:{'|'.join(PASTE_TAGS)})\}})+$|^`(?=[^`])|(?<=[^`]) ?`$"
 #: The generic layout's stamp carries a date (everything but a time of day or a syslog stamp).
 DATED_STAMP = r"^\d{4}[-/]\d{2}[-/]\d{2}|, \d{4} |^\d{2} [A-Z][a-z]{2} \d{4} "
 
@@ -411,13 +414,14 @@ def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None
     for split in sorted(splits, key=lambda r: (r["_uri"], r["block_start"])):
         key = _local_path(split["_uri"])
         lines, bad, nul = totals.get(key, (0, 0, 0))
-        offsets.append((split["_uri"], split["block_start"], key, lines - split["first_id"] + 1))
+        offsets.append((split["_uri"], split["block_start"], key, lines - split["first_id"] + 1, split["bad_utf8"] > 0))
         totals[key] = (lines + split["lines"], bad + split["bad_utf8"], nul + split["nul"])
     offset_table = spark.createDataFrame(
-        offsets, "_uri string, block_start long, file_key string, _line_offset long")
+        offsets, "_uri string, block_start long, file_key string, _line_offset long, _bad_utf8 boolean")
     numbered = raw.join(F.broadcast(offset_table), ["_uri", "block_start"]).select(
-        # Undecodable bytes become U+FFFD so records.parquet holds valid UTF-8 for every reader.
-        F.make_valid_utf8("value").alias("value"),
+        # Undecodable bytes become U+FFFD so records.parquet holds valid UTF-8 for every reader; the first
+        # pass counted them per split, so splits without any skip the per-line check.
+        F.when(F.col("_bad_utf8"), F.make_valid_utf8("value")).otherwise(F.col("value")).alias("value"),
         "file_key",
         (F.col("_row_id") + F.col("_line_offset")).alias("line_no"),
     )
@@ -700,11 +704,13 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     lines = numbered.join(F.broadcast(files), "file_key")
     value = F.when(F.col("value").contains(FIELD_SEP), F.translate(F.col("value"), FIELD_SEP, " ")).otherwise(F.col("value"))
     value = F.when(value.contains("\u001b"), F.regexp_replace(value, ANSI_ESCAPE, "")).otherwise(value)
-    pasted = (value.contains("{quote}") | value.contains("{code") | value.contains("{noformat}")
-              | value.startswith("`") | value.endswith("`"))
+    # Paste markup sits only at a line's start or end (see PASTE_MARKUP): test those two characters, not the line.
+    pasted = value.startswith("`") | value.endswith("`")
+    for tag in PASTE_TAGS:
+        pasted = pasted | value.startswith("{" + tag) | value.endswith("{" + tag + "}")
     value = F.when(pasted, F.regexp_replace(value, PASTE_MARKUP, "")).otherwise(value)
     # JIRA escapes markup characters of pasted text: PARTITIONS\_ASSIGNED, \*bold\*.
-    value = F.when(value.contains("\\_") | value.contains("\\*"),
+    value = F.when(value.contains("\\") & (value.contains("\\_") | value.contains("\\*")),
                    F.regexp_replace(F.regexp_replace(value, r"\\\*", ""), r"\\_", "_")).otherwise(value)
     stripped = {_chain_id(c): _strip_chain_col(value, c, cat) for c in chains if c}
     chain = F.col("chain_id")
@@ -732,7 +738,8 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
                .when(wrap_ts.isNotNull(), F.lit("wrapper")).otherwise(F.lit("date_inferred")))
     ts = F.when(F.col("clock_offset_ms") != 0,
                 F.timestamp_millis(F.unix_millis(ts) - F.col("clock_offset_ms"))).otherwise(ts)
-    level = F.upper(F.trim(F.col("f_level")))
+    # Named layouts print the level in capitals already: case-map only the others (JSON "level":"info").
+    level = F.when(F.col("f_level").isin(*CANONICAL_LEVELS), F.col("f_level")).otherwise(F.upper(F.trim(F.col("f_level"))))
     level = (F.when(level == "WARNING", F.lit("WARN")).when(level.isin("FATAL", "SEVERE"), F.lit("ERROR"))
              .when(level == "CONFIG", F.lit("INFO")).when(level == "FINE", F.lit("DEBUG"))
              .when(level.isin("FINER", "FINEST"), F.lit("TRACE")).otherwise(level))

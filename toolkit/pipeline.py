@@ -28,6 +28,7 @@ from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
 from toolkit.detectors import findings_to_json, run_detectors
 from toolkit.detectors.base import Finding
+from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
 from toolkit.ingest import IngestReport, parse_bundle
 from toolkit.options import AnalysisOptions
 from toolkit.state.schemas import STATE_SCHEMAS
@@ -62,34 +63,40 @@ def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
     return StateFacts(**tables)
 
 
-DERIVED_TABLES = ("events", "config", "unknown_shapes", "run_bounds")
 
 
 def classify_records(spark: SparkSession, records: DataFrame, out: Path, progress: Progress | None = None,
-                     cache: ParseCache | None = None, file_keys: list[str] | None = None
+                     cache: ParseCache | None = None, file_keys: list[str] | None = None, *, shapes: bool = True
                      ) -> tuple[DataFrame, DataFrame]:
-    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet``, ``unknown_shapes.parquet`` and
-    ``run_bounds.parquet`` (first and last line of each process run among all records).
+    """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``run_bounds.parquet`` (first
+    and last line of each process run among all records), and with ``shapes`` ``unknown_shapes.parquet``.
 
     With the parse cache and the cache keys of the files behind ``records``, a bundle whose files
-    are all unchanged since an earlier run gets these tables copied from the cache instead.
+    are all unchanged since an earlier run gets these tables from the cache instead (unknown shapes are
+    kept apart: a ``detect`` run does not derive them, a later ``parse`` of the same bundle does).
     """
-    from toolkit.events import classify, extract_config, run_bounds, tag_runs, unknown_shapes
-
     say = progress or (lambda _m: None)
     paths = _table_paths(out, DERIVED_TABLES)
+    shape_path = _table_paths(out, [SHAPES_TABLE]) if shapes else {}
     kept = cache.derived_dir(file_keys, "events") if cache is not None and file_keys else None
+    kept_shapes = cache.derived_dir(file_keys, SHAPES_TABLE) if kept is not None and shapes else None
     schemas = cache.restore_derived(kept, paths) if kept is not None else None
+    if shapes and (kept_shapes is None or not cache.restore_derived(kept_shapes, shape_path)):
+        schemas = None  # derived together below: the template dispatch is shared
     if schemas:
         say("events unchanged since an earlier run (cache)")
     else:
         say("classifying events")
-        tables = {"events": tag_runs(classify(records)), "config": extract_config(records),
-                  "unknown_shapes": unknown_shapes(records), "run_bounds": run_bounds(records)}
-        write_tables(tables, paths)
-        schemas = {name: df.schema for name, df in tables.items()}
+        derived = derive_tables(records, shapes=shapes)
+        try:
+            write_tables(derived.tables, {**paths, **shape_path})
+        finally:
+            derived.release()
+        schemas = {name: df.schema for name, df in derived.tables.items()}
         if kept is not None:
             cache.store_derived(kept, paths, schemas)
+        if kept_shapes is not None:
+            cache.store_derived(kept_shapes, shape_path, schemas)
     return _read(spark, paths["events"], schemas["events"]), _read(spark, paths["config"], schemas["config"])
 
 
@@ -133,10 +140,12 @@ def parse(
     *,
     cache: ParseCache | None = None,
     progress: Progress | None = None,
+    shapes: bool = True,
 ) -> Parsed:
     """Read every line of the bundle into records, classify them into events; tables land in ``out_dir``.
 
-    ``cache`` overrides the parse cache ``options`` would open (tests give their own)."""
+    ``cache`` overrides the parse cache ``options`` would open (tests give their own); ``shapes`` also
+    writes ``unknown_shapes.parquet`` (what no template classifies)."""
     options = options or AnalysisOptions()
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
@@ -144,7 +153,8 @@ def parse(
     opened, report, records = parse_bundle(spark, bundle, out, timezone=options.log_timezone,
                                            work_dir=options.work_dir, progress=say, cache=cache,
                                            redact=options.redact)
-    events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys)
+    events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys,
+                                      shapes=shapes)
     return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out)
 
 
@@ -157,14 +167,16 @@ def analyse(
     cache: ParseCache | None = None,
     progress: Progress | None = None,
     write_timeline: bool = True,
+    shapes: bool = True,
 ) -> Analysis:
     """Parse, classify and reconstruct the timeline of a bundle; tables land in ``out_dir``.
 
-    ``cache`` overrides the parse cache ``options`` would open (tests give their own)."""
+    ``cache`` overrides the parse cache ``options`` would open (tests give their own); ``shapes``: see
+    :func:`parse`."""
     options = options or AnalysisOptions()
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
-    parsed = parse(spark, bundle, out_dir, options, cache=cache, progress=say)
+    parsed = parse(spark, bundle, out_dir, options, cache=cache, progress=say, shapes=shapes)
     out, report, events, config = parsed.out_dir, parsed.ingest, parsed.events, parsed.config
     state = _state_facts(spark, out)
     timeline = None
@@ -279,7 +291,8 @@ def run(
     say = progress or (lambda _m: None)
     started = datetime.now(dt_timezone.utc)
     t0 = time.monotonic()
-    analysis = analyse(spark, bundle, out_dir, options, progress=say)
+    # Findings never read the unknown shapes: leave them to ``parse`` and ``timeline``.
+    analysis = analyse(spark, bundle, out_dir, options, progress=say, shapes=False)
     say("running the detectors")
     findings = run_detectors(analysis.timeline, only=options.detectors)
     inv = Investigation(analysis=analysis, findings=findings, options=options, bundle_label=bundle_label(bundle),

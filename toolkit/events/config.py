@@ -18,7 +18,9 @@ def extract_config(records: DataFrame) -> DataFrame:
     ``ConsumerConfig``, ``ProducerConfig``, ``AdminClientConfig``, ...), ``key``, ``value``. The
     ``\\t<key> = <value>`` lines are continuation lines inside ``message``.
     """
-    dumps = records.where(F.col("message").rlike(_CONFIG_HEADER)).select(
+    # The literal first: the anchored regex would be tried at every position of every other message.
+    header = F.col("message").contains(" values:") & F.col("message").rlike(_CONFIG_HEADER)
+    dumps = records.where(header).select(
         "host", "source", "line_no", "ts",
         F.regexp_extract(F.col("message"), _CONFIG_HEADER, 1).alias("config_class"),
         F.posexplode(F.split(F.col("message"), "\n")).alias("_pos", "_line"),

@@ -30,14 +30,22 @@ def unknown_shapes(records: DataFrame, limit: int = 50, templates: Sequence[Temp
     """
     templates = list(load_templates() if templates is None else templates)
     candidates, hopeless = _split_by_gate(records, templates)
-    columns = ["logger", "message", "source", "line_no"]
-    unknown = _tag_templates(candidates, templates).where(F.col("_tidx").isNull()).select(*columns).unionByName(
-        hopeless.where(F.col("message").isNotNull()).select(*columns))
+    return shapes_of(_tag_templates(candidates, templates).where(F.col("_tidx").isNull()), hopeless, limit)
+
+
+SHAPE_COLUMNS = ("logger", "message", "source", "line_no")
+
+
+def shapes_of(untagged: DataFrame, hopeless: DataFrame, limit: int = 50) -> DataFrame:
+    """:func:`unknown_shapes` of records the gate let through that no template matched (``untagged``) and
+    records the gate set aside (``hopeless``): both with at least :data:`SHAPE_COLUMNS`."""
+    unknown = untagged.select(*SHAPE_COLUMNS).unionByName(
+        hopeless.where(F.col("message").isNotNull()).select(*SHAPE_COLUMNS))
     first = F.substring_index(F.col("message"), "\n", 1)
     # Two steps, so the masking regexes run once per distinct line pattern, not once per line: group by
     # the first line with every digit turned into 0 (masking that text gives the same shape as masking
     # the original), then mask each group key and merge equal shapes.
-    digits_zeroed = F.regexp_replace(F.substring(first, 1, 300), "[1-9]", "0")
+    digits_zeroed = F.translate(F.substring(first, 1, 300), "123456789", "000000000")
     example = F.min(F.struct("source", "line_no", first.alias("first"))).alias("_ex")
     grouped = (
         unknown.groupBy("logger", digits_zeroed.alias("_key")).agg(F.count(F.lit(1)).alias("_n"), example)

@@ -1,0 +1,60 @@
+"""Records -> the tables derived from all of them, sharing the work they have in common.
+
+``events`` (classified, run-tagged), ``config`` (configuration dumps), ``unknown_shapes`` (what no template
+knows) and ``run_bounds`` (each process run's first and last line of any kind) all read every record.
+The template gate runs once, and the records it lets through are matched against the templates once
+(that dispatch is the costly part of classification): the matched ones become events, the others join
+the set-aside records as unknown shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from toolkit.catalogue import Template, load_templates
+from toolkit.events.bounds import run_bounds
+from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates
+from toolkit.events.config import extract_config
+from toolkit.events.runs import tag_runs
+from toolkit.events.shapes import shapes_of
+
+#: The tables derived from all records that every analysis needs, in the order they are written.
+DERIVED_TABLES: tuple[str, ...] = ("events", "config", "run_bounds")
+#: Asked for by ``parse`` and ``timeline`` only (it is a catalogue-coverage aid, no detector reads it).
+SHAPES_TABLE = "unknown_shapes"
+
+
+@dataclass
+class DerivedTables:
+    """The tables derived from all records, and how to free what they share once they are written."""
+
+    tables: dict[str, DataFrame]
+    release: Callable[[], object]
+
+
+def derive_tables(records: DataFrame, templates: Sequence[Template] | None = None, *,
+                  shapes: bool = True) -> DerivedTables:
+    """:data:`DERIVED_TABLES` of ``records`` (``toolkit.schemas.RECORD_SCHEMA``), plus :data:`SHAPES_TABLE`
+    when ``shapes``; all lazy.
+
+    With shapes, the records matched against the templates are kept on local disk until ``release`` is
+    called (after the tables are written), so the dispatch runs once for events and unknown shapes alike.
+    """
+    templates = list(load_templates() if templates is None else templates)
+    candidates, hopeless = _split_by_gate(records, templates)
+    tagged = _tag_templates(candidates, templates)
+    if shapes:
+        tagged = tagged.persist(StorageLevel.DISK_ONLY)
+    tables = {
+        "events": tag_runs(_extract(tagged.where(F.col("_tidx").isNotNull()), templates)),
+        "config": extract_config(records),
+        "run_bounds": run_bounds(records),
+    }
+    if shapes:
+        tables[SHAPES_TABLE] = shapes_of(tagged.where(F.col("_tidx").isNull()), hopeless)
+    return DerivedTables(tables=tables, release=tagged.unpersist if shapes else (lambda: None))
