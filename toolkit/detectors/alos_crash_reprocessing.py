@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
+    NOT_NIFI_SQL,
     evidence_lines,
     fmt_int,
     fmt_ts,
@@ -34,10 +35,13 @@ from toolkit.detectors.common import (
     rows,
     summary_before,
 )
+from toolkit.detectors.preconditions import all_of, any_of, events_named, rows_in
 
 ID = "alos-crash-reprocessing"
 DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
 INTERRUPTIONS = ("PARTITIONS_LOST", "TASK_MIGRATED")
+#: An at-least-once run (the default when the guarantee is not in the logs), as Spark SQL.
+ALOS_RUN_SQL = f"{NOT_NIFI_SQL} AND (guarantee IS NULL OR lower(guarantee) = 'at_least_once')"
 
 
 def _alos_runs(tl):
@@ -66,7 +70,10 @@ def _last_commits(tl, run_ids: list[str]):
 
 
 @detector(id=ID, title="At-least-once crash or lost partitions: uncommitted work is reprocessed", severity="warning",
-          needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause")
+          needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause",
+          # an at-least-once run that crashed, or one and a thread that lost its partitions or was fenced
+          requires=any_of(rows_in("process_runs", f"{ALOS_RUN_SQL} AND end_kind = 'crash'"),
+                          all_of(events_named(*INTERRUPTIONS, also=False), rows_in("process_runs", ALOS_RUN_SQL))))
 def alos_crash_reprocessing(tl) -> list[Finding]:
     """Size the reprocessing window of at-least-once crashes and of lost/fenced partitions."""
     runs = _alos_runs(tl)

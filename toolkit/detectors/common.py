@@ -18,6 +18,10 @@ from toolkit.knowledge.versions import VersionError, compare_versions
 
 #: Guarantee values that mean exactly-once (``exactly_once`` is the pre-2.6 / deprecated spelling).
 EOS_PREFIX = "exactly_once"
+#: A process run under exactly-once, as a Spark SQL condition on ``process_runs``.
+EOS_RUN_SQL = f"startswith(lower(guarantee), '{EOS_PREFIX}')"
+#: A process run of Kafka Streams or a Kafka client (a run's product may come from a client line first).
+NOT_NIFI_SQL = "(product IS NULL OR product <> 'nifi')"
 
 
 def first_line(col: Column | str) -> Column:

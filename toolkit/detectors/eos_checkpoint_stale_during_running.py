@@ -16,14 +16,28 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
-from toolkit.detectors.common import captured_checkpoints, evidence_lines, fmt_ts, is_eos, known_bug_sentences, missing_steps, rows
+from toolkit.detectors.common import (
+    EOS_RUN_SQL,
+    captured_checkpoints,
+    evidence_lines,
+    fmt_ts,
+    is_eos,
+    known_bug_sentences,
+    missing_steps,
+    rows,
+)
+from toolkit.detectors.preconditions import all_of, any_of, rows_in
 
 ID = "eos-checkpoint-stale-during-running"
 STALE_AFTER_S = 600
 
 
 @detector(id=ID, title="EOS checkpoint stays on disk during RUNNING", severity="warning",
-          needs=("process_runs", "checkpoints", "state"), role="trigger")
+          needs=("process_runs", "checkpoints", "state"), role="trigger",
+          # an EOS run, and a captured checkpoint or a logged write of one
+          requires=all_of(rows_in("process_runs", EOS_RUN_SQL),
+                          any_of(rows_in("state.checkpoints", "problem IS NULL AND offset IS NOT NULL"),
+                                 rows_in("checkpoints", "kind = 'written' AND origin = 'log' AND task_id IS NOT NULL"))))
 def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
     """Checkpoint files present and frozen while an exactly-once run processes."""
     runs = tl.process_runs.where(is_eos()).select("host", "run_id", "start", "end", "version")

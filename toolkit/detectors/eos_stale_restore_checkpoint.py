@@ -33,7 +33,10 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
+from toolkit.detectors.preconditions import all_of, rows_in
 from toolkit.detectors.common import (
+    EOS_RUN_SQL,
+    NOT_NIFI_SQL,
     bounded,
     bug_status,
     captured_checkpoints,
@@ -138,7 +141,11 @@ def _captured_files(tl):
 
 @detector(id=ID, title="EOS restart trusted a restore-time checkpoint (KAFKA-20685)", severity="critical",
           needs=("process_runs", "checkpoints", "restorations", "wipes", "events", "state", "task_lifecycles", "config"),
-          role="root-cause")
+          role="root-cause",
+          # an EOS run that crashed, and a checkpoint read from the logs (by the next run)
+          requires=all_of(rows_in("process_runs", f"end_kind = 'crash' AND {EOS_RUN_SQL} AND {NOT_NIFI_SQL}"),
+                          rows_in("checkpoints", "kind = 'read' AND origin = 'log' AND offset >= 0 "
+                                                 "AND task_id IS NOT NULL")))
 def eos_stale_restore_checkpoint(tl) -> list[Finding]:
     """KAFKA-20685: a restore-time checkpoint survives RUNNING; a crash then skips the EOS wipe."""
     stale = _stale_reads(tl)

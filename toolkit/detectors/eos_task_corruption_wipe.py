@@ -14,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import any_of, events_named, rows_in
 from toolkit.detectors.common import evidence_at, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
 
 ID = "eos-task-corruption-wipe"
@@ -22,7 +23,9 @@ EOS_REASONS = ("task-corrupted", "eos-dirty-close", "eos-no-checkpoint", "restor
 
 
 @detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"),
-          role="consequence")
+          role="consequence",
+          requires=any_of(rows_in("wipes", "reason IN ({})".format(", ".join(f"'{r}'" for r in EOS_REASONS))),
+                          events_named("TASK_CORRUPTED", "RESTORE_OFFSET_OUT_OF_RANGE", also=False)))
 def eos_task_corruption_wipe(tl) -> list[Finding]:
     """Wipes and corruption per host and run, judged against how the previous run ended."""
     wiped = tl.wipes.where(F.col("reason").isin(*EOS_REASONS)).select(

@@ -32,6 +32,7 @@ from datetime import timedelta
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
+from toolkit.detectors.preconditions import any_of, events_named, rows_in
 from toolkit.detectors.common import (
     bug_status,
     evidence_lines,
@@ -86,7 +87,10 @@ def _copy_failures(steps, base):
 
 
 @detector(id=ID, title="ConsumeKinesis checkpoints lost in a failed table migration (NIFI-16003)",
-          severity="critical", needs=("migration_steps", "events", "state", "process_runs"), role="root-cause")
+          severity="critical", needs=("migration_steps", "events", "state", "process_runs"), role="root-cause",
+          # a step of a checkpoint-table migration, or a processor's failed start (the log-only finding)
+          requires=any_of(rows_in("migration_steps", "base_table IS NOT NULL"),
+                          events_named("PROCESSOR_START_FAILED", also=False)))
 def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     """NIFI-16003: legacy table deleted, copy failed, migration table dropped without a re-copy."""
     steps = tl.migration_steps.where(F.col("base_table").isNotNull())

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
+    NOT_NIFI_SQL,
     bug_status,
     evidence_lines,
     fmt_int,
@@ -34,6 +35,7 @@ from toolkit.detectors.common import (
     missing_steps,
     rows,
 )
+from toolkit.detectors.preconditions import all_of, rows_in
 
 ID = "restore-skipped-after-reassignment"
 BUG = "KAFKA-7672"
@@ -64,7 +66,12 @@ def _restoring_proof(events):
 
 
 @detector(id=ID, title="Task went RUNNING without restoring its changelog (KAFKA-7672)", severity="critical",
-          needs=("events", "process_runs"), role="root-cause")
+          needs=("events", "process_runs"), role="root-cause",
+          # two restore starts of a partition on a thread (an earlier one and the restart), and a RUNNING thread
+          requires=all_of(rows_in("events", f"event IN ('CHECKPOINT_MISSING', 'RESTORE_START') AND {NOT_NIFI_SQL} "
+                                            "AND topic IS NOT NULL AND partition IS NOT NULL "
+                                            "AND stream_thread IS NOT NULL", min_rows=2),
+                          rows_in("events", f"event = 'THREAD_STATE' AND to_state = 'RUNNING' AND {NOT_NIFI_SQL}")))
 def restore_skipped_after_reassignment(tl) -> list[Finding]:
     """KAFKA-7672: a thread restarts the restore of a partition it restored before and goes RUNNING at once."""
     runs = {r.run_id: r for r in rows(tl.process_runs.select("run_id", "version", "version_range"), 500)}

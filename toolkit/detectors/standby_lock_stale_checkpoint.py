@@ -33,6 +33,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
+from toolkit.detectors.preconditions import all_of, any_of, rows_in
 from toolkit.detectors.common import (
     bug_status,
     evidence_lines,
@@ -107,7 +108,10 @@ def _captured_without_store(tl):
 @detector(id=ID, title="Standby lock failure + cleaner left a stale checkpoint (KAFKA-8187)", severity="critical",
           needs=("locks", "dir_cleanups", "checkpoints", "restorations", "state", "events", "task_lifecycles",
                  "process_runs"),
-          role="root-cause")
+          role="root-cause",
+          # a cleaner deletion, and a failed lock (the full chain) or a standby task (INFO logs only)
+          requires=all_of(rows_in("dir_cleanups"),
+                          any_of(rows_in("locks", "kind = 'failed'"), rows_in("task_lifecycles", "role = 'standby'"))))
 def standby_lock_stale_checkpoint(tl) -> list[Finding]:
     """KAFKA-8187: standby lock failure, cleaner deletion, stale checkpoint written back, partial restore."""
     runs = {r.run_id: r for r in rows(_runs(tl), 500)}

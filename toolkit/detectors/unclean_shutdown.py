@@ -12,13 +12,14 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import evidence_lines, fmt_ts, known_bug_sentences, missing_steps, rows
 
 ID = "unclean-shutdown"
 
 
 @detector(id=ID, title="Unclean shutdown (crash, kill or error)", severity="warning", needs=("process_runs",),
-          role="trigger")
+          role="trigger", requires=rows_in("process_runs", "end_kind IN ('crash', 'error')"))
 def unclean_shutdown(tl) -> list[Finding]:
     """One finding per host whose runs ended in a crash or an error (listing those runs)."""
     ended = tl.process_runs.where(F.col("end_kind").isin("crash", "error"))
