@@ -109,12 +109,15 @@ class TimelineView:
     """The part of a timeline one detector declared in ``needs``; any other attribute is refused.
 
     A detector that reads a table it did not declare fails (and is reported as an ``error``), so
-    ``needs`` always says what a detector really depends on.
+    ``needs`` always says what a detector really depends on. ``memo`` holds results several detectors
+    of one run share (see :func:`toolkit.detectors.common.shared`).
     """
 
-    def __init__(self, timeline: Any, needs: Iterable[str], detector_id: str = "") -> None:
+    def __init__(self, timeline: Any, needs: Iterable[str], detector_id: str = "",
+                 memo: dict | None = None) -> None:
         self._detector_id = detector_id
         self._needs = tuple(needs)
+        self._memo = {} if memo is None else memo
         for name in self._needs:
             object.__setattr__(self, name, getattr(timeline, name))
 
@@ -243,13 +246,14 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None, *, gate: boo
     skipped = gate_detectors(timeline, runnable) if gate else {}
     for detector_id, precondition in skipped.items():
         _log.debug("detector %s skipped: the timeline has no %s", detector_id, precondition)
+    memo: dict = {}
     ran = []
     for spec in runnable:
         if spec.id in skipped:
             continue
         ran.append(spec.id)
         try:
-            produced = list(spec.fn(TimelineView(timeline, spec.needs, spec.id)) or [])
+            produced = list(spec.fn(TimelineView(timeline, spec.needs, spec.id, memo)) or [])
         except Exception as exc:  # a broken detector must not hide the others' findings
             produced = [_failure_finding(spec, exc)]
         for finding in produced:

@@ -6,8 +6,8 @@ Everything collects bounded results only (``limit`` before ``collect``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -121,16 +121,33 @@ def merge_evidence(*groups: Iterable[Evidence], limit: int | None = None) -> lis
     return merged
 
 
+_T = TypeVar("_T")
+
+
+def shared(tl: Any, key: Any, compute: Callable[[], _T]) -> _T:
+    """``compute()``, once per detector run for ``key``: the detectors of one run share the result.
+
+    A view handed out by :func:`toolkit.detectors.run_detectors` carries the run's memo; a timeline
+    given directly computes every time. Read the tables a result depends on before calling this, so
+    a detector that does not declare them still fails as it would without the memo.
+    """
+    memo = getattr(tl, "_memo", None)
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 def run_versions(tl: Any, hosts: Iterable[str] | None = None) -> list[str]:
-    """Distinct product versions of the process runs (of ``hosts`` when given), sorted.
+    """Distinct product versions of the process runs (of ``hosts`` when given), sorted (20 at most).
 
     A run without a banner contributes its template range (``2.0-2.1``) instead.
     """
-    runs = tl.process_runs.where(F.col("version").isNotNull() | F.col("version_range").isNotNull())
-    hosts = list(hosts or [])
-    if hosts:
-        runs = runs.where(F.col("host").isin(hosts))
-    return sorted({r.v for r in rows(runs.select(F.coalesce("version", "version_range").alias("v")).distinct(), 20)})
+    wanted = set(hosts or [])
+    versions = {r.version if r.version is not None else r.version_range for r in run_rows(tl)
+                if not wanted or r.host in wanted}
+    return sorted(v for v in versions if v is not None)[:20]
 
 
 def version_args(version: str | None, version_range: str | None = None
@@ -220,6 +237,64 @@ def missing_steps(detector_id: str, *extra: str) -> list[str]:
     except KeyError:
         standard = []
     return [*extra, *[s for s in standard if s not in extra]]
+
+
+#: Rows of one set of facts a detector reads onto the driver to compare there (checkpoint reads of the
+#: runs after crashes, the restorations of those runs...): far more than any incident has.
+MAX_FACT_ROWS = 20_000
+
+
+def all_rows(df: DataFrame, what: str, limit: int = MAX_FACT_ROWS) -> list:
+    """Every row of ``df``, a small set of facts the detector compares on the driver.
+
+    More than ``limit`` rows raise ``ValueError`` (the detector then reports that it failed) rather than
+    compare a silently cut set.
+    """
+    got = df.limit(limit + 1).collect()
+    if len(got) > limit:
+        raise ValueError(f"more than {limit:,} {what} to compare")
+    return got
+
+
+#: Process runs read onto the driver at most (one row per process start on a host).
+MAX_RUNS = 10_000
+
+
+def run_rows(tl: Any) -> list:
+    """Every process run (all columns of ``process_runs``), read once per detector run and shared."""
+    runs = tl.process_runs
+    return shared(tl, "process_runs", lambda: all_rows(runs, "process runs", MAX_RUNS))
+
+
+def captured_checkpoint_rows(tl: Any) -> list:
+    """The rows of :func:`captured_checkpoints`, read once per detector run and shared."""
+    files = captured_checkpoints(tl)
+    return shared(tl, "captured_checkpoints", lambda: all_rows(files, "captured checkpoint files"))
+
+
+def is_eos_guarantee(guarantee: str | None) -> bool:
+    """``processing.guarantee`` is one of the exactly-once values (:func:`is_eos` for a collected value)."""
+    return (guarantee or "").lower().startswith(EOS_PREFIX)
+
+
+def in_spark_order(items: Iterable[Any], key: Callable[[Any], tuple]) -> list:
+    """``items`` sorted by the values ``key`` gives, ascending with nulls first, as Spark's ``orderBy`` does."""
+    return sorted(items, key=lambda item: tuple((value is not None, value) for value in key(item)))
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def unix_millis(ts: datetime | None) -> int | None:
+    """Milliseconds since the epoch, rounded down as Spark's ``unix_millis`` does, of a collected timestamp
+    (for comparing collected timestamps with each other)."""
+    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(milliseconds=1)
+
+
+def unix_seconds(ts: datetime | None) -> int | None:
+    """Seconds since the epoch, rounded down as Spark's ``unix_timestamp`` does, of a collected timestamp
+    (for comparing collected timestamps with each other)."""
+    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(seconds=1)
 
 
 def has_rows(df: DataFrame) -> bool:

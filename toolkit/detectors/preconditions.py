@@ -56,8 +56,15 @@ def _describe_part(part: Precondition) -> str:
     return part.describe() if isinstance(part, RowsIn) else f"({part.describe()})"
 
 
-def _sql_strings(values: Iterable[str]) -> str:
+def sql_strings(values: Iterable[str]) -> str:
+    """Spark SQL string literals, comma-separated (``'a', 'b'``), for an ``IN (...)`` list."""
     return ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values)
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    """``column IN ('a', 'b')`` as Spark SQL; ``FALSE`` for no values."""
+    listed = sql_strings(values)
+    return f"{column} IN ({listed})" if listed else "FALSE"
 
 
 def rows_in(table: str, where: str = "", min_rows: int = 1) -> RowsIn:
@@ -68,7 +75,7 @@ def rows_in(table: str, where: str = "", min_rows: int = 1) -> RowsIn:
 def events_named(*names: str, also: bool = True, where: str = "") -> RowsIn:
     """An event (log line) classified as one of ``names``; with ``also`` its ``also_events`` count too
     (as :func:`toolkit.detectors.common.event_is` matches them). ``where`` narrows the lines further."""
-    listed = _sql_strings(names)
+    listed = sql_strings(names)
     condition = f"event IN ({listed})"
     if also:
         condition = f"({condition} OR exists(also_events, name -> name IN ({listed})))"
