@@ -190,25 +190,33 @@ def known_bug_sentences(detector_id: str, versions: Sequence[str | None]) -> lis
 STATE_UPDATER_EVENTS = ("STATE_UPDATER_START", "RESTORE_QUEUED")
 
 
-def state_updater_by_run(tl: Any) -> DataFrame:
-    """Per run: ``updater`` true/false when the logs or config say whether the state updater ran, else null.
+def state_updater_of_runs(tl: Any, run_ids: Sequence[str]) -> dict[str, bool | None]:
+    """Run id -> whether the state updater ran in it: ``True``/``False`` when the logs or config say, else ``None``.
 
     On: a ``__state.updater.enabled__ = true`` setting, a line of the updater thread (``state-updater [``
     prefix, a ``-StateUpdater-`` thread) or an event only it prints. Off: the setting false, or the
     ``Restoration took`` summary a StreamThread prints only when it restores itself.
     """
-    ev = tl.events
-    on = ((F.col("prefix_kind") == "state-updater") | F.coalesce(F.col("thread"), F.lit("")).contains("-StateUpdater-")
-          | F.col("event").isin(*STATE_UPDATER_EVENTS))
-    off = (F.col("event") == "RESTORE_ALL_DONE") & F.col("message").contains("Restoration took")
-    from_logs = ev.where(F.col("run_id").isNotNull()).groupBy("run_id").agg(
-        F.max(on.cast("int")).alias("_on"), F.max(off.cast("int")).alias("_off"))
-    setting = tl.config.where(F.col("key") == STATE_UPDATER_KEY).groupBy("run_id").agg(
-        F.first(F.lower(F.trim("value"))).alias("_setting"))
-    both = from_logs.join(setting, "run_id", "full")
-    updater = (F.when(F.col("_setting") == "true", F.lit(True)).when(F.col("_setting") == "false", F.lit(False))
-               .when(F.col("_on") == 1, F.lit(True)).when(F.col("_off") == 1, F.lit(False)))
-    return both.select("run_id", updater.alias("updater"))
+    from toolkit.detectors.preconditions import sql_in, sql_strings
+
+    runs = sql_in("run_id", run_ids)
+    on = (f"prefix_kind = 'state-updater' OR coalesce(thread, '') LIKE '%-StateUpdater-%' "
+          f"OR event IN ({sql_strings(STATE_UPDATER_EVENTS)})")
+    off = "event = 'RESTORE_ALL_DONE' AND message LIKE '%Restoration took%'"
+    logged = {r.run_id: r for r in all_rows(tl.events.where(runs).groupBy("run_id").agg(
+        F.expr(f"max(CAST(({on}) AS INT))").alias("on"), F.expr(f"max(CAST(({off}) AS INT))").alias("off")),
+        "runs")}
+    settings: dict[str, str | None] = {}
+    for r in all_rows(tl.config.where(f"key = '{STATE_UPDATER_KEY}' AND {runs}").selectExpr(
+            "run_id", "lower(trim(value)) AS value"), "state-updater settings"):
+        settings.setdefault(r.run_id, r.value)
+    verdicts: dict[str, bool | None] = {}
+    for run_id in sorted(set(logged) | set(settings)):
+        setting, lines = settings.get(run_id), logged.get(run_id)
+        verdicts[run_id] = (True if setting == "true" else False if setting == "false"
+                            else True if lines is not None and lines.on == 1
+                            else False if lines is not None and lines.off == 1 else None)
+    return verdicts
 
 
 #: Internal config that switches the state updater on (3.4-3.7, default off) or off (3.8-4.2, default on).
