@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 import traceback
-from typing import Any, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Sequence
 
 from toolkit.detectors.base import (
     CONFIDENCES,
@@ -105,6 +107,27 @@ def registered_detectors() -> dict[str, DetectorSpec]:
     return dict(sorted(REGISTRY.items()))
 
 
+class SharedResults:
+    """Results the detectors of one run share (process runs, captured checkpoints...), each computed once,
+    also when several detectors ask at the same moment."""
+
+    def __init__(self) -> None:
+        self._values: dict = {}
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """The value for ``key``, from ``compute()`` the first time."""
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._values:
+                self._values[key] = compute()
+            return self._values[key]
+
+
 class TimelineView:
     """The part of a timeline one detector declared in ``needs``; any other attribute is refused.
 
@@ -114,10 +137,10 @@ class TimelineView:
     """
 
     def __init__(self, timeline: Any, needs: Iterable[str], detector_id: str = "",
-                 memo: dict | None = None) -> None:
+                 memo: SharedResults | None = None) -> None:
         self._detector_id = detector_id
         self._needs = tuple(needs)
-        self._memo = {} if memo is None else memo
+        self._memo = SharedResults() if memo is None else memo
         for name in self._needs:
             object.__setattr__(self, name, getattr(timeline, name))
 
@@ -219,12 +242,37 @@ def gate_detectors(timeline: Any, specs: Sequence[DetectorSpec]) -> dict[str, st
             if spec.requires is not None and evaluate(spec.requires, facts) is False}
 
 
+#: Detectors run at once. Each is a few small Spark queries whose cost is mostly driver work (planning,
+#: code generation, scheduling tiny tasks): several at a time keep every core busy instead of one.
+CONCURRENT_DETECTORS = 4
+
+
+def _run_one(spec: DetectorSpec, timeline: Any, memo: SharedResults) -> list[Finding]:
+    try:
+        produced = list(spec.fn(TimelineView(timeline, spec.needs, spec.id, memo)) or [])
+    except Exception as exc:  # a broken detector must not hide the others' findings
+        produced = [_failure_finding(spec, exc)]
+    for finding in produced:
+        finding.role = finding.role or spec.role
+    return produced
+
+
+def _run_each(specs: Sequence[DetectorSpec], timeline: Any, memo: SharedResults) -> list[list[Finding]]:
+    """Each detector's findings, in the order of ``specs``, several detectors at a time."""
+    if len(specs) <= 1:
+        return [_run_one(spec, timeline, memo) for spec in specs]
+    with ThreadPoolExecutor(max_workers=min(CONCURRENT_DETECTORS, len(specs)), thread_name_prefix="detector") as pool:
+        return list(pool.map(lambda spec: _run_one(spec, timeline, memo), specs))
+
+
 def run_detectors(timeline: Any, only: Iterable[str] | None = None, *, gate: bool = True) -> DetectorResults:
     """Run the registered detectors (or the ids in ``only``) on ``timeline``; ranked findings.
 
     Each detector gets a :class:`TimelineView` with only the tables of its ``needs``. With ``gate``,
     detectors whose precondition the timeline provably lacks are skipped (they could not have found
-    anything); the result's ``ran`` and ``skipped`` say which. Ranking: severity (critical, warning,
+    anything); the result's ``ran`` and ``skipped`` say which. The others run several at a time (their
+    findings do not depend on each other) and share what they all read (:class:`SharedResults`). Ranking:
+    severity (critical, warning,
     info; detector errors last), then role (root cause, trigger, consequence), then confidence, then
     the time of the first relevant event. An unknown id in ``only`` raises ``KeyError``.
     """
@@ -246,18 +294,9 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None, *, gate: boo
     skipped = gate_detectors(timeline, runnable) if gate else {}
     for detector_id, precondition in skipped.items():
         _log.debug("detector %s skipped: the timeline has no %s", detector_id, precondition)
-    memo: dict = {}
-    ran = []
-    for spec in runnable:
-        if spec.id in skipped:
-            continue
-        ran.append(spec.id)
-        try:
-            produced = list(spec.fn(TimelineView(timeline, spec.needs, spec.id, memo)) or [])
-        except Exception as exc:  # a broken detector must not hide the others' findings
-            produced = [_failure_finding(spec, exc)]
-        for finding in produced:
-            finding.role = finding.role or spec.role
+    memo = SharedResults()
+    ran = [spec for spec in runnable if spec.id not in skipped]
+    for produced in _run_each(ran, timeline, memo):
         findings.extend(produced)
     if any(e.text is None for f in findings for e in f.evidence):
         try:
@@ -267,7 +306,7 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None, *, gate: boo
                 finding.evidence = [e for e in finding.evidence if e.text is not None]
                 finding.missing_evidence = [*finding.missing_evidence,
                                             f"evidence lines could not be read: {type(exc).__name__}"]
-    return DetectorResults(sorted(findings, key=Finding.rank_key), ran=ran, skipped=skipped)
+    return DetectorResults(sorted(findings, key=Finding.rank_key), ran=[spec.id for spec in ran], skipped=skipped)
 
 
 def findings_to_json(findings: Sequence[Finding], **context: Any) -> dict[str, Any]:

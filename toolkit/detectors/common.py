@@ -132,11 +132,7 @@ def shared(tl: Any, key: Any, compute: Callable[[], _T]) -> _T:
     a detector that does not declare them still fails as it would without the memo.
     """
     memo = getattr(tl, "_memo", None)
-    if memo is None:
-        return compute()
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
+    return compute() if memo is None else memo.get(key, compute)
 
 
 def run_versions(tl: Any, hosts: Iterable[str] | None = None) -> list[str]:
