@@ -12,7 +12,10 @@ have produced a finding; when unsure it must be weaker, never stronger.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Iterable, Mapping, Union
+
+from pyspark.sql.types import TimestampType
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,11 @@ def _describe_part(part: Precondition) -> str:
 def sql_strings(values: Iterable[str]) -> str:
     """Spark SQL string literals, comma-separated (``'a', 'b'``), for an ``IN (...)`` list."""
     return ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values)
+
+
+def sql_timestamp(value: datetime) -> str:
+    """A collected timestamp as a Spark SQL literal (converted back as ``lit(value)`` would be)."""
+    return f"timestamp_micros({TimestampType().toInternal(value)})"
 
 
 def sql_in(column: str, values: Iterable[str]) -> str:
@@ -140,34 +148,34 @@ def _table(timeline: Any, name: str) -> Any:
     return value
 
 
-def check_row_counts(timeline: Any, checks: Iterable[RowsIn]) -> dict[RowsIn, bool | None]:
-    """Which row checks hold on ``timeline``, all counted in one aggregate query.
+def count_rows(timeline: Any, checks: Iterable[RowsIn]) -> dict[RowsIn, int | None]:
+    """How many rows each check matches on ``timeline``, all counted in one aggregate query.
 
     Each table contributes the numbers of the checks each of its rows passes; the union is counted per
     check (at most one row per check comes back). A check on a table the timeline lacks is ``None``.
     """
     checks = list(dict.fromkeys(checks))
-    facts: dict[RowsIn, bool | None] = {}
     by_table: dict[str, list[tuple[int, RowsIn]]] = {}
     for number, check in enumerate(checks):
-        if _table(timeline, check.table) is None:
-            facts[check] = None
-        else:
+        if _table(timeline, check.table) is not None:
             by_table.setdefault(check.table, []).append((number, check))
-    if not by_table:
-        return facts
-    parts = []
-    for table, numbered in by_table.items():
-        conditions = [(number, f"({check.where})" if check.where else "TRUE") for number, check in numbered]
-        passed = ", ".join(f"IF(coalesce({cond}, FALSE), {number}, NULL)" for number, cond in conditions)
-        parts.append(_table(timeline, table)
-                     .where(" OR ".join(f"coalesce({cond}, FALSE)" for _, cond in conditions))
-                     .selectExpr(f"explode(filter(array({passed}), n -> n IS NOT NULL)) AS matched"))
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionAll(part)
-    counts = {r["matched"]: r["count"] for r in union.groupBy("matched").count().limit(len(checks)).collect()}
-    for table, numbered in by_table.items():
-        for number, check in numbered:
-            facts[check] = counts.get(number, 0) >= check.min_rows
-    return {check: facts[check] for check in checks}
+    counts: dict[int, int] = {}
+    if by_table:
+        parts = []
+        for table, numbered in by_table.items():
+            conditions = [(number, f"({check.where})" if check.where else "TRUE") for number, check in numbered]
+            passed = ", ".join(f"IF(coalesce({cond}, FALSE), {number}, NULL)" for number, cond in conditions)
+            parts.append(_table(timeline, table)
+                         .where(" OR ".join(f"coalesce({cond}, FALSE)" for _, cond in conditions))
+                         .selectExpr(f"explode(filter(array({passed}), n -> n IS NOT NULL)) AS matched"))
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionAll(part)
+        counts = {r["matched"]: r["count"] for r in union.groupBy("matched").count().limit(len(checks)).collect()}
+    found = {number for numbered in by_table.values() for number, _ in numbered}
+    return {check: (counts.get(number, 0) if number in found else None) for number, check in enumerate(checks)}
+
+
+def check_row_counts(timeline: Any, checks: Iterable[RowsIn]) -> dict[RowsIn, bool | None]:
+    """Which row checks hold on ``timeline`` (at least ``min_rows`` rows), in one query (:func:`count_rows`)."""
+    return {check: (None if n is None else n >= check.min_rows) for check, n in count_rows(timeline, checks).items()}
