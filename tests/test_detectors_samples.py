@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("toolkit.pipeline")
 
-from toolkit.detectors import findings_to_json, run_detectors  # noqa: E402
+from toolkit.detectors import findings_to_json, registered_detectors, run_detectors  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_logs"
@@ -53,6 +53,15 @@ def test_seed_detectors_fire_exactly_as_expected(analysed, name):
     assert not [f for f in findings if "failed:" in f.title], [f.title for f in findings]
     fired = sorted({f.detector for f in _raised(findings) if f.detector in SEED_DETECTORS})
     assert fired == sorted(expected_of(name)["detectors"]), [(f.detector, f.severity, f.title) for f in findings]
+
+
+@pytest.mark.parametrize("name", BUNDLES)
+def test_gated_detectors_would_have_found_nothing(analysed, name):
+    """Each detector the gate skipped, run without the gate, finds nothing: gating never changes findings."""
+    analysis, findings = analysed(name)
+    assert findings.skipped, "the gate skipped no detector"
+    assert run_detectors(analysis.timeline, only=sorted(findings.skipped), gate=False) == []
+    assert set(findings.ran) | set(findings.skipped) == set(registered_detectors())
 
 
 @pytest.mark.parametrize("name", sorted(HEALTHY))

@@ -21,28 +21,37 @@ Without record counts the finding stays ``info``.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
+    NOT_NIFI_SQL,
+    all_rows,
     evidence_lines,
     fmt_int,
     fmt_ts,
+    in_spark_order,
     known_bug_sentences,
     missing_steps,
     rows,
+    run_rows,
     summary_before,
 )
+from toolkit.detectors.preconditions import all_of, any_of, events_named, rows_in, sql_in, sql_strings
 
 ID = "alos-crash-reprocessing"
 DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
 INTERRUPTIONS = ("PARTITIONS_LOST", "TASK_MIGRATED")
+#: An at-least-once run (the default when the guarantee is not in the logs), as Spark SQL.
+ALOS_RUN_SQL = f"{NOT_NIFI_SQL} AND (guarantee IS NULL OR lower(guarantee) = 'at_least_once')"
 
 
-def _alos_runs(tl):
-    return tl.process_runs.where((F.col("product").isNull() | (F.col("product") != "nifi"))
-                                 & (F.col("guarantee").isNull() | (F.lower("guarantee") == "at_least_once")))
+def _is_alos(run) -> bool:
+    """An at-least-once Kafka run (the default when the guarantee is not in the logs)."""
+    return run.product != "nifi" and (run.guarantee is None or run.guarantee.lower() == "at_least_once")
 
 
 def _thread_rates(tl, run_ids: list[str]):
@@ -66,28 +75,33 @@ def _last_commits(tl, run_ids: list[str]):
 
 
 @detector(id=ID, title="At-least-once crash or lost partitions: uncommitted work is reprocessed", severity="warning",
-          needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause")
+          needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause",
+          # an at-least-once run that crashed, or one and a thread that lost its partitions or was fenced
+          requires=any_of(rows_in("process_runs", f"{ALOS_RUN_SQL} AND end_kind = 'crash'"),
+                          all_of(events_named(*INTERRUPTIONS, also=False), rows_in("process_runs", ALOS_RUN_SQL))))
 def alos_crash_reprocessing(tl) -> list[Finding]:
     """Size the reprocessing window of at-least-once crashes and of lost/fenced partitions."""
-    runs = _alos_runs(tl)
-    crashed = rows(runs.where(F.col("end_kind") == "crash").select(
-        "host", "run_id", "run_no", "start", "end", "end_source", "end_line_no", "guarantee", "commit_interval_ms",
-        "version", "version_range"), 200, order=["host", "run_no"])
-    lost = rows(tl.events.where(F.col("event").isin(*INTERRUPTIONS)).select(
-        "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no").join(
-        runs.select("run_id", "guarantee", "commit_interval_ms", "version", "version_range"), "run_id"),
-        200, order=["host", "ts"])
+    runs = run_rows(tl)
+    alos = {r.run_id: r for r in runs if _is_alos(r)}
+    crashed = in_spark_order((r for r in alos.values() if r.end_kind == "crash"), key=lambda r: (r.host, r.run_no))[:200]
+    interruptions = all_rows(tl.events.where(f"event IN ({sql_strings(INTERRUPTIONS)})").select(
+        "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no"),
+        "lost partitions and fenced threads")
+    lost = in_spark_order((SimpleNamespace(**e.asDict(), guarantee=run.guarantee, commit_interval_ms=run.commit_interval_ms,
+                                           version=run.version, version_range=run.version_range)
+                           for e in interruptions if (run := alos.get(e.run_id)) is not None),
+                          key=lambda r: (r.host, r.ts))[:200]
     run_ids = sorted({r.run_id for r in crashed} | {r.run_id for r in lost})
     if not run_ids:
         return []
     rates = rows(_thread_rates(tl, run_ids), 500)
     commits = {r.run_id: r.c for r in rows(_last_commits(tl, run_ids), 500)}
-    restored = _restores_after(tl, crashed)
+    restored = _restores_after(tl, runs, crashed)
     crashed_ids = sorted({r.run_id for r in crashed})
     owned: dict[str, set] = {}
     if crashed_ids:
-        for r in rows(tl.task_lifecycles.where(F.col("run_id").isin(crashed_ids) & (F.col("role") == "active")
-                                               & F.col("phase").isin("assigned", "restoring", "running"))
+        for r in rows(tl.task_lifecycles.where(f"{sql_in('run_id', crashed_ids)} AND role = 'active' "
+                                               "AND phase IN ('assigned', 'restoring', 'running')")
                       .select("run_id", "task_id").distinct(), 500):
             owned.setdefault(r.run_id, set()).add(r.task_id)
     findings = []
@@ -135,20 +149,22 @@ def _closed_dirty_after(tl, lost) -> dict[str, set]:
     return out
 
 
-def _restores_after(tl, crashed) -> dict:
+def _restores_after(tl, runs, crashed) -> dict:
     """The completed restorations of the run after each crashed run (by host, run_no + 1)."""
     if not crashed:
         return {}
-    wanted = [f"{r.host}\t{r.run_no + 1}" for r in crashed]
-    nxt = tl.process_runs.where(F.concat_ws("\t", "host", F.col("run_no").cast("string")).isin(wanted)).select(
-        "host", F.col("run_id").alias("next_run"), F.col("run_no").alias("next_no"))
-    done = tl.restorations.where(F.col("completed")).withColumnRenamed("run_id", "next_run")
-    got = rows(done.join(nxt, ["host", "next_run"]).select(
-        "host", "next_no", "task_id", "topic", "partition", "start_offset", "end_offset", "records", "source",
-        "line_no", "start_source", "start_line_no"), 200, order=["host", "topic", "partition"])
+    by_number = {(r.host, r.run_no): r for r in runs}
+    following = {n.run_id: n for n in (by_number.get((r.host, r.run_no + 1)) for r in crashed) if n is not None}
+    if not following:
+        return {}
+    done = all_rows(tl.restorations.where(f"completed AND {sql_in('run_id', sorted(following))}").select(
+        "host", "run_id", "task_id", "topic", "partition", "start_offset", "end_offset", "records", "source",
+        "line_no", "start_source", "start_line_no"), "restorations after crashes")
+    got = in_spark_order((r for r in done if r.host == following[r.run_id].host),
+                         key=lambda r: (r.host, r.topic, r.partition))[:200]
     out: dict = {}
     for r in got:
-        out.setdefault((r.host, r.next_no - 1), []).append(r)
+        out.setdefault((r.host, following[r.run_id].run_no - 1), []).append(r)
     return out
 
 

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Literal
 
+from toolkit.detectors.preconditions import Precondition, tables_of
+
 Severity = Literal["critical", "warning", "info"]
 Confidence = Literal["confirmed", "likely", "possible"]
 
@@ -132,7 +134,8 @@ DetectorFn = Callable[[Any], Iterable[Finding]]
 
 @dataclass(frozen=True)
 class DetectorSpec:
-    """A registered detector: its id, headline, default severity, the timeline tables it reads and its role."""
+    """A registered detector: its id, headline, default severity, the timeline tables it reads, its role
+    and what the timeline must hold before it can find anything (``None``: always run)."""
 
     id: str
     title: str
@@ -140,6 +143,7 @@ class DetectorSpec:
     needs: tuple[str, ...]
     fn: DetectorFn
     role: str = "consequence"
+    requires: Precondition | None = None
 
     @property
     def playbook(self) -> str:
@@ -150,23 +154,29 @@ REGISTRY: dict[str, DetectorSpec] = {}
 
 
 def detector(*, id: str, title: str, severity: str, needs: tuple[str, ...] = (),
-             role: str = "consequence") -> Callable[[DetectorFn], DetectorFn]:
+             role: str = "consequence", requires: Precondition | None = None) -> Callable[[DetectorFn], DetectorFn]:
     """Register a detector function under ``id`` (also its playbook name).
 
     ``severity`` is the severity of its root-cause findings; ``needs`` names the timeline
     attributes it reads: the runner hands it a view holding only those (``events``, ``state``,
     ``process_runs``...), so reading anything else fails the detector. ``role`` (``ROLES``) ranks its
-    findings among others of the same severity.
+    findings among others of the same severity. ``requires`` (:mod:`toolkit.detectors.preconditions`)
+    is a condition on tables of ``needs`` without which the detector cannot produce a finding: when
+    the timeline provably lacks it, the runner skips the detector.
     """
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {SEVERITIES}")
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}")
+    undeclared = sorted(tables_of(requires) - set(needs))
+    if undeclared:
+        raise ValueError(f"detector {id!r}: requires reads {', '.join(undeclared)}, which needs does not declare")
 
     def register(fn: DetectorFn) -> DetectorFn:
         if id in REGISTRY and REGISTRY[id].fn is not fn:
             raise ValueError(f"detector id {id!r} registered twice")
-        REGISTRY[id] = DetectorSpec(id=id, title=title, severity=severity, needs=tuple(needs), fn=fn, role=role)
+        REGISTRY[id] = DetectorSpec(id=id, title=title, severity=severity, needs=tuple(needs), fn=fn, role=role,
+                                    requires=requires)
         fn.detector_id = id  # type: ignore[attr-defined]
         return fn
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import bounded, evidence_lines, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
 
 ID = "cleaner-races-assignment"
@@ -26,7 +27,8 @@ DEFAULT_CLEANUP_DELAY_MS = 600_000  # state.cleanup.delay.ms default
 
 
 @detector(id=ID, title="State cleaner deleted a task directory around its assignment", severity="warning",
-          needs=("dir_cleanups", "task_lifecycles", "checkpoints", "process_runs"), role="trigger")
+          needs=("dir_cleanups", "task_lifecycles", "checkpoints", "process_runs"), role="trigger",
+          requires=rows_in("dir_cleanups"))
 def cleaner_races_assignment(tl) -> list[Finding]:
     """Cleaner deletions of directories that were assigned, or re-assigned soon after; routine ones as info."""
     cleaned = tl.dir_cleanups.join(tl.process_runs.select("run_id", "state_cleanup_delay_ms"), "run_id", "left").alias("c")

@@ -6,8 +6,8 @@ Everything collects bounded results only (``limit`` before ``collect``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -18,6 +18,10 @@ from toolkit.knowledge.versions import VersionError, compare_versions
 
 #: Guarantee values that mean exactly-once (``exactly_once`` is the pre-2.6 / deprecated spelling).
 EOS_PREFIX = "exactly_once"
+#: A process run under exactly-once, as a Spark SQL condition on ``process_runs``.
+EOS_RUN_SQL = f"startswith(lower(guarantee), '{EOS_PREFIX}')"
+#: A process run of Kafka Streams or a Kafka client (a run's product may come from a client line first).
+NOT_NIFI_SQL = "(product IS NULL OR product <> 'nifi')"
 
 
 def first_line(col: Column | str) -> Column:
@@ -117,16 +121,29 @@ def merge_evidence(*groups: Iterable[Evidence], limit: int | None = None) -> lis
     return merged
 
 
+_T = TypeVar("_T")
+
+
+def shared(tl: Any, key: Any, compute: Callable[[], _T]) -> _T:
+    """``compute()``, once per detector run for ``key``: the detectors of one run share the result.
+
+    A view handed out by :func:`toolkit.detectors.run_detectors` carries the run's memo; a timeline
+    given directly computes every time. Read the tables a result depends on before calling this, so
+    a detector that does not declare them still fails as it would without the memo.
+    """
+    memo = getattr(tl, "_memo", None)
+    return compute() if memo is None else memo.get(key, compute)
+
+
 def run_versions(tl: Any, hosts: Iterable[str] | None = None) -> list[str]:
-    """Distinct product versions of the process runs (of ``hosts`` when given), sorted.
+    """Distinct product versions of the process runs (of ``hosts`` when given), sorted (20 at most).
 
     A run without a banner contributes its template range (``2.0-2.1``) instead.
     """
-    runs = tl.process_runs.where(F.col("version").isNotNull() | F.col("version_range").isNotNull())
-    hosts = list(hosts or [])
-    if hosts:
-        runs = runs.where(F.col("host").isin(hosts))
-    return sorted({r.v for r in rows(runs.select(F.coalesce("version", "version_range").alias("v")).distinct(), 20)})
+    wanted = set(hosts or [])
+    versions = {r.version if r.version is not None else r.version_range for r in run_rows(tl)
+                if not wanted or r.host in wanted}
+    return sorted(v for v in versions if v is not None)[:20]
 
 
 def version_args(version: str | None, version_range: str | None = None
@@ -169,25 +186,33 @@ def known_bug_sentences(detector_id: str, versions: Sequence[str | None]) -> lis
 STATE_UPDATER_EVENTS = ("STATE_UPDATER_START", "RESTORE_QUEUED")
 
 
-def state_updater_by_run(tl: Any) -> DataFrame:
-    """Per run: ``updater`` true/false when the logs or config say whether the state updater ran, else null.
+def state_updater_of_runs(tl: Any, run_ids: Sequence[str]) -> dict[str, bool | None]:
+    """Run id -> whether the state updater ran in it: ``True``/``False`` when the logs or config say, else ``None``.
 
     On: a ``__state.updater.enabled__ = true`` setting, a line of the updater thread (``state-updater [``
     prefix, a ``-StateUpdater-`` thread) or an event only it prints. Off: the setting false, or the
     ``Restoration took`` summary a StreamThread prints only when it restores itself.
     """
-    ev = tl.events
-    on = ((F.col("prefix_kind") == "state-updater") | F.coalesce(F.col("thread"), F.lit("")).contains("-StateUpdater-")
-          | F.col("event").isin(*STATE_UPDATER_EVENTS))
-    off = (F.col("event") == "RESTORE_ALL_DONE") & F.col("message").contains("Restoration took")
-    from_logs = ev.where(F.col("run_id").isNotNull()).groupBy("run_id").agg(
-        F.max(on.cast("int")).alias("_on"), F.max(off.cast("int")).alias("_off"))
-    setting = tl.config.where(F.col("key") == STATE_UPDATER_KEY).groupBy("run_id").agg(
-        F.first(F.lower(F.trim("value"))).alias("_setting"))
-    both = from_logs.join(setting, "run_id", "full")
-    updater = (F.when(F.col("_setting") == "true", F.lit(True)).when(F.col("_setting") == "false", F.lit(False))
-               .when(F.col("_on") == 1, F.lit(True)).when(F.col("_off") == 1, F.lit(False)))
-    return both.select("run_id", updater.alias("updater"))
+    from toolkit.detectors.preconditions import sql_in, sql_strings
+
+    runs = sql_in("run_id", run_ids)
+    on = (f"prefix_kind = 'state-updater' OR coalesce(thread, '') LIKE '%-StateUpdater-%' "
+          f"OR event IN ({sql_strings(STATE_UPDATER_EVENTS)})")
+    off = "event = 'RESTORE_ALL_DONE' AND message LIKE '%Restoration took%'"
+    logged = {r.run_id: r for r in all_rows(tl.events.where(runs).groupBy("run_id").agg(
+        F.expr(f"max(CAST(({on}) AS INT))").alias("on"), F.expr(f"max(CAST(({off}) AS INT))").alias("off")),
+        "runs")}
+    settings: dict[str, str | None] = {}
+    for r in all_rows(tl.config.where(f"key = '{STATE_UPDATER_KEY}' AND {runs}").selectExpr(
+            "run_id", "lower(trim(value)) AS value"), "state-updater settings"):
+        settings.setdefault(r.run_id, r.value)
+    verdicts: dict[str, bool | None] = {}
+    for run_id in sorted(set(logged) | set(settings)):
+        setting, lines = settings.get(run_id), logged.get(run_id)
+        verdicts[run_id] = (True if setting == "true" else False if setting == "false"
+                            else True if lines is not None and lines.on == 1
+                            else False if lines is not None and lines.off == 1 else None)
+    return verdicts
 
 
 #: Internal config that switches the state updater on (3.4-3.7, default off) or off (3.8-4.2, default on).
@@ -216,6 +241,64 @@ def missing_steps(detector_id: str, *extra: str) -> list[str]:
     except KeyError:
         standard = []
     return [*extra, *[s for s in standard if s not in extra]]
+
+
+#: Rows of one set of facts a detector reads onto the driver to compare there (checkpoint reads of the
+#: runs after crashes, the restorations of those runs...): far more than any incident has.
+MAX_FACT_ROWS = 20_000
+
+
+def all_rows(df: DataFrame, what: str, limit: int = MAX_FACT_ROWS) -> list:
+    """Every row of ``df``, a small set of facts the detector compares on the driver.
+
+    More than ``limit`` rows raise ``ValueError`` (the detector then reports that it failed) rather than
+    compare a silently cut set.
+    """
+    got = df.limit(limit + 1).collect()
+    if len(got) > limit:
+        raise ValueError(f"more than {limit:,} {what} to compare")
+    return got
+
+
+#: Process runs read onto the driver at most (one row per process start on a host).
+MAX_RUNS = 10_000
+
+
+def run_rows(tl: Any) -> list:
+    """Every process run (all columns of ``process_runs``), read once per detector run and shared."""
+    runs = tl.process_runs
+    return shared(tl, "process_runs", lambda: all_rows(runs, "process runs", MAX_RUNS))
+
+
+def captured_checkpoint_rows(tl: Any) -> list:
+    """The rows of :func:`captured_checkpoints`, read once per detector run and shared."""
+    files = captured_checkpoints(tl)
+    return shared(tl, "captured_checkpoints", lambda: all_rows(files, "captured checkpoint files"))
+
+
+def is_eos_guarantee(guarantee: str | None) -> bool:
+    """``processing.guarantee`` is one of the exactly-once values (:func:`is_eos` for a collected value)."""
+    return (guarantee or "").lower().startswith(EOS_PREFIX)
+
+
+def in_spark_order(items: Iterable[Any], key: Callable[[Any], tuple]) -> list:
+    """``items`` sorted by the values ``key`` gives, ascending with nulls first, as Spark's ``orderBy`` does."""
+    return sorted(items, key=lambda item: tuple((value is not None, value) for value in key(item)))
+
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def unix_millis(ts: datetime | None) -> int | None:
+    """Milliseconds since the epoch, rounded down as Spark's ``unix_millis`` does, of a collected timestamp
+    (for comparing collected timestamps with each other)."""
+    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(milliseconds=1)
+
+
+def unix_seconds(ts: datetime | None) -> int | None:
+    """Seconds since the epoch, rounded down as Spark's ``unix_timestamp`` does, of a collected timestamp
+    (for comparing collected timestamps with each other)."""
+    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(seconds=1)
 
 
 def has_rows(df: DataFrame) -> bool:

@@ -13,41 +13,88 @@ further write or delete for the task (``likely``).
 
 from __future__ import annotations
 
+from datetime import timedelta
+from types import SimpleNamespace
+
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
-from toolkit.detectors.common import captured_checkpoints, evidence_lines, fmt_ts, is_eos, known_bug_sentences, missing_steps, rows
+from toolkit.detectors.common import (
+    EOS_RUN_SQL,
+    all_rows,
+    captured_checkpoint_rows,
+    evidence_lines,
+    fmt_ts,
+    in_spark_order,
+    is_eos_guarantee,
+    known_bug_sentences,
+    missing_steps,
+    run_rows,
+    unix_seconds,
+)
+from toolkit.detectors.preconditions import all_of, any_of, rows_in, sql_in
 
 ID = "eos-checkpoint-stale-during-running"
 STALE_AFTER_S = 600
+#: Frozen checkpoints (captured, and logged) a finding rests on at most.
+MAX_ROWS = 30
+#: A capture of ``state.dir`` taken up to this long after a run's last line still shows that run's files.
+CAPTURE_AFTER_RUN = timedelta(minutes=10)
+
+
+def _frozen_captures(tl, runs) -> list:
+    """Captured checkpoints of a host taken while one of its EOS runs was going (or just after its last
+    line), older than the capture by more than ``STALE_AFTER_S``."""
+    by_host: dict[str, list] = {}
+    for run in runs:
+        by_host.setdefault(run.host, []).append(run)
+    frozen = []
+    for f in captured_checkpoint_rows(tl):
+        for run in by_host.get(f.host, []) if f.host is not None else []:
+            during = (None not in (f.capture_time, run.start, run.end)
+                      and run.start <= f.capture_time <= run.end + CAPTURE_AFTER_RUN)
+            old = f.file_mtime is not None and unix_seconds(f.capture_time) - unix_seconds(f.file_mtime) > STALE_AFTER_S
+            if during and old:
+                frozen.append(SimpleNamespace(**f.asDict(), version=run.version))
+    return in_spark_order(frozen, key=lambda r: (r.host, r.task_id, r.topic, r.partition, r.source, r.file))[:MAX_ROWS]
+
+
+def _lonely_writes(tl, runs) -> list:
+    """Logged checkpoint writes of an EOS run's task with no later write, delete, read or wipe of that task
+    in the run, more than ``STALE_AFTER_S`` before the run's end."""
+    run_of = {(r.host, r.run_id): r for r in runs}
+    # A write that names no task ("Checkpointing state of all restoring tasks ..") cannot be followed per task.
+    task = Window.partitionBy("host", "run_id", "task_id")
+    in_runs = sql_in("run_id", sorted({r.run_id for r in runs}))
+    last = tl.checkpoints.where(f"kind IN ('written', 'deleted', 'read', 'wiped') AND {in_runs}").withColumn(
+        "_last", F.max("ts").over(task))
+    writes = all_rows(last.where("kind = 'written' AND origin = 'log' AND task_id IS NOT NULL AND ts >= _last").select(
+        "host", "run_id", "task_id", "topic", "partition", "offset", "ts", "source", "line_no"),
+        "last checkpoint writes of exactly-once tasks")
+    lonely = []
+    for w in writes:
+        run = run_of.get((w.host, w.run_id))
+        if run is not None and run.end is not None and unix_seconds(run.end) - unix_seconds(w.ts) > STALE_AFTER_S:
+            lonely.append(SimpleNamespace(**w.asDict(), version=run.version))
+    return in_spark_order(lonely, key=lambda r: (r.host, r.task_id, r.ts, r.source, r.line_no))
 
 
 @detector(id=ID, title="EOS checkpoint stays on disk during RUNNING", severity="warning",
-          needs=("process_runs", "checkpoints", "state"), role="trigger")
+          needs=("process_runs", "checkpoints", "state"), role="trigger",
+          # an EOS run, and a captured checkpoint or a logged write of one
+          requires=all_of(rows_in("process_runs", EOS_RUN_SQL),
+                          any_of(rows_in("state.checkpoints", "problem IS NULL AND offset IS NOT NULL"),
+                                 rows_in("checkpoints", "kind = 'written' AND origin = 'log' AND task_id IS NOT NULL"))))
 def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
     """Checkpoint files present and frozen while an exactly-once run processes."""
-    runs = tl.process_runs.where(is_eos()).select("host", "run_id", "start", "end", "version")
-    files = captured_checkpoints(tl).select(
-        "host", "task_id", "topic", "partition", "offset", "file_mtime", "capture_time", "source", "file")
-    captured = files.join(runs, "host").where(
-        F.col("capture_time").between(F.col("start"), F.col("end") + F.expr("INTERVAL 10 MINUTES"))
-        & (F.unix_timestamp("capture_time") - F.unix_timestamp("file_mtime") > STALE_AFTER_S))
-    cap_rows = rows(captured, 30, order=["host", "task_id"])
-    # A write that names no task ("Checkpointing state of all restoring tasks ..") cannot be followed per task.
-    writes = tl.checkpoints.where((F.col("kind") == "written") & (F.col("origin") == "log")
-                                  & F.col("task_id").isNotNull()).join(
-        runs.select("host", "run_id", F.col("end").alias("run_end"), "version"), ["host", "run_id"])
-    followups = tl.checkpoints.where(F.col("kind").isin("written", "deleted", "read", "wiped")).select(
-        "host", "run_id", "task_id", F.col("ts").alias("next_ts"))
-    lonely = writes.join(followups, ["host", "run_id", "task_id"], "left").groupBy(
-        "host", "run_id", "task_id", "topic", "partition", "offset", "ts", "run_end", "source", "line_no", "version").agg(
-        F.min(F.when(F.col("next_ts") > F.col("ts"), F.col("next_ts"))).alias("next_ts")).where(
-        F.col("next_ts").isNull() & (F.unix_timestamp("run_end") - F.unix_timestamp("ts") > STALE_AFTER_S))
+    runs = [r for r in run_rows(tl) if is_eos_guarantee(r.guarantee)]
+    if not runs:
+        return []
+    cap_rows = _frozen_captures(tl, runs)
     # A capture settles its host; the other hosts are still judged by their logs.
-    captured_hosts = sorted({r.host for r in cap_rows})
-    if captured_hosts:
-        lonely = lonely.where(~F.col("host").isin(captured_hosts))
-    log_rows = rows(lonely, 30, order=["host", "task_id"])
+    captured_hosts = {r.host for r in cap_rows}
+    log_rows = [r for r in _lonely_writes(tl, runs) if r.host not in captured_hosts][:MAX_ROWS]
     findings = []
     for host in sorted({r.host for r in (*cap_rows, *log_rows)}):
         caps = [r for r in cap_rows if r.host == host]

@@ -30,23 +30,35 @@ run that ended ``clean`` never matches.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
-    bounded,
+    EOS_RUN_SQL,
+    NOT_NIFI_SQL,
+    Bounded,
+    all_rows,
     bug_status,
-    captured_checkpoints,
+    captured_checkpoint_rows,
     default_state_updater,
     evidence_lines,
     fmt_int,
     fmt_ts,
-    is_eos,
+    in_spark_order,
+    is_eos_guarantee,
     known_bug_sentences,
     merge_evidence,
     missing_steps,
-    state_updater_by_run,
+    run_rows,
+    state_updater_of_runs,
+    unix_millis,
 )
+from toolkit.detectors.preconditions import all_of, rows_in, sql_in
 
 ID = "eos-stale-restore-checkpoint"
 #: A restore-completion checkpoint is written in the same millisecond as the completion line;
@@ -54,6 +66,8 @@ ID = "eos-stale-restore-checkpoint"
 WRITE_NEAR_RESTORE_S = 5
 #: Captured mtimes often have second (or, via ``tar tv``, minute) resolution.
 MTIME_NEAR_RESTORE_S = 90
+#: Partitions the findings list at most (``truncation["partitions"]`` says how many there were).
+MAX_PARTITIONS = 200
 
 MISSING_CAPTURE = ("state capture (.checkpoint mtime and content) of the crashed host taken while it was RUNNING: "
                    "stream-incident capture-state STATE_DIR --out state-HOST.tar.gz (see playbooks/capturing-state.md)")
@@ -64,125 +78,222 @@ MISSING_DEBUG = ("DEBUG ProcessorStateManager (Writing checkpoint at restoration
                  "(see playbooks/collecting-evidence.md)")
 
 
-def _stale_reads(tl):
-    """Checkpoint reads right after an EOS crash, without a wipe: one row per host/task/partition."""
+def _crash_pairs(tl) -> list[tuple]:
+    """(crashed run, next run on the host) for every exactly-once Kafka run that ended in a crash."""
     # A run's product may come from a Kafka client line first ("kafka-client"): exclude NiFi only.
-    runs = tl.process_runs.where(F.col("product").isNull() | (F.col("product") != "nifi"))
-    crashed = runs.where(is_eos() & (F.col("end_kind") == "crash")).select(
-        "host", F.col("run_id").alias("crashed_run"), F.col("run_no").alias("crashed_no"),
-        F.col("start").alias("crashed_start"), F.col("end").alias("crashed_end"),
-        F.col("end_source").alias("crashed_end_source"), F.col("end_line_no").alias("crashed_end_line"),
-        F.col("version").alias("crashed_version"), F.col("version_range").alias("crashed_range"),
-        F.col("commit_interval_ms"))
-    following = runs.select("host", F.col("run_id").alias("next_run"), F.col("run_no").alias("next_no"),
-                            F.col("start").alias("next_start"))
-    pairs = crashed.join(following, "host").where(F.col("next_no") == F.col("crashed_no") + 1)
-    reads = tl.checkpoints.where((F.col("kind") == "read") & (F.col("origin") == "log")
-                                 & (F.col("offset") >= 0) & F.col("task_id").isNotNull()).select(
-        "host", F.col("run_id").alias("next_run"), "task_id", "store", "topic", "partition",
-        F.col("offset").alias("read_offset"), F.col("ts").alias("read_ts"),
-        F.col("source").alias("read_source"), F.col("line_no").alias("read_line"))
-    candidates = pairs.join(reads, ["host", "next_run"])
-    wiped = tl.wipes.where(F.col("task_id").isNotNull()).select(
-        "host", F.col("run_id").alias("next_run"), "task_id").distinct()
-    corrupted = tl.events.where(F.col("event") == "TASK_CORRUPTED").select(
-        "host", F.col("run_id").alias("next_run"), F.explode(F.coalesce(
-            F.col("task_ids"), F.array("task_id"))).alias("task_id")).where(F.col("task_id").isNotNull())
-    unwiped = candidates.join(wiped.unionByName(corrupted).distinct(), ["host", "next_run", "task_id"], "left_anti")
-    return _running_at_crash(tl, unwiped)
+    runs = [r for r in run_rows(tl) if r.product != "nifi" and r.host is not None and r.run_no is not None]
+    by_number = {(r.host, r.run_no): r for r in runs}
+    return [(r, by_number[(r.host, r.run_no + 1)]) for r in runs
+            if r.end_kind == "crash" and is_eos_guarantee(r.guarantee) and (r.host, r.run_no + 1) in by_number]
 
 
-def _running_at_crash(tl, candidates):
-    """The candidates whose task was RUNNING as an active task when its run crashed.
+def _checkpoint_lines(tl, crashed_ids, next_ids):
+    """Checkpoint reads logged by the next runs, and checkpoint writes logged by the crashed runs."""
+    reads = f"kind = 'read' AND offset >= 0 AND task_id IS NOT NULL AND {sql_in('run_id', next_ids)}"
+    writes = f"kind = 'written' AND offset IS NOT NULL AND {sql_in('run_id', crashed_ids)}"
+    return all_rows(tl.checkpoints.where(f"origin = 'log' AND (({reads}) OR ({writes}))").select(
+        "host", "run_id", "task_id", "topic", "partition", "kind", "offset", "ts", "source", "line_no"),
+        "checkpoint lines of crashed runs and their restarts")
+
+
+def _wiped_tasks(tl, next_ids) -> set:
+    """(host, run, task) the next runs wiped or found corrupted (a wipe is the correct EOS restart)."""
+    runs = sql_in("run_id", next_ids)
+    wiped = tl.wipes.where(f"task_id IS NOT NULL AND {runs}").select("host", "run_id", "task_id")
+    corrupted = tl.events.where(f"event = 'TASK_CORRUPTED' AND {runs}").selectExpr(
+        "host", "run_id", "explode(coalesce(task_ids, array(task_id))) AS task_id").where("task_id IS NOT NULL")
+    return {(r.host, r.run_id, r.task_id) for r in all_rows(wiped.unionByName(corrupted), "wiped tasks")}
+
+
+def _last_phases(tl, crashed_ids, task_ids) -> dict:
+    """(host, run, task) -> the task's last lifecycle phase in the crashed run (``phase``, ``role``)."""
+    phases = all_rows(tl.task_lifecycles.where(
+        f"phase <> 'assigned' AND {sql_in('run_id', crashed_ids)} AND {sql_in('task_id', task_ids)}").select(
+        "host", "run_id", "task_id", "start", "line_no", "phase", "role"), "task phases of crashed runs")
+    last: dict[tuple, object] = {}
+    for r in in_spark_order(phases, key=lambda r: (r.start, r.line_no, r.phase, r.role)):
+        last[(r.host, r.run_id, r.task_id)] = r
+    return last
+
+
+def _running_at_crash(candidate, last_phases: dict, completed: set) -> bool:
+    """Whether the candidate's task was RUNNING as an active task when its run crashed.
 
     The task's last phase in the crashed run (lifecycle lines, 2.6+ at INFO) must be ``running`` as an
     active task. A task with no lifecycle line at all in that run counts when its changelog partition
     completed an active restoration there (``Finished restoring changelog`` is printed for active
     tasks only).
     """
-    keys = ["host", "crashed_run", "task_id"]
-    phases = tl.task_lifecycles.where(F.col("phase") != "assigned").select(
-        "host", F.col("run_id").alias("crashed_run"), "task_id", "role", "phase", "start", "line_no")
-    last = phases.groupBy(*keys).agg(F.max(F.struct("start", "line_no", "phase", "role")).alias("_last"))
-    running = last.where((F.col("_last.phase") == "running") & (F.col("_last.role") == "active")).select(*keys)
-    completed = tl.restorations.where(F.col("completed")).select(
-        "host", F.col("run_id").alias("crashed_run"), "topic", "partition").distinct()
-    with_phases = candidates.join(running, keys, "left_semi")
-    without = candidates.join(last.select(*keys), keys, "left_anti").join(
-        completed, ["host", "crashed_run", "topic", "partition"], "left_semi")
-    return with_phases.unionByName(without)
+    crashed, _, read = candidate
+    last = last_phases.get((read.host, crashed.run_id, read.task_id))
+    if last is not None:
+        return last.phase == "running" and last.role == "active"
+    return (read.host, crashed.run_id, read.topic, read.partition) in completed
 
 
-def _restore_end_in_crashed_run(tl):
-    """When each partition finished restoring in each run (per-partition or per-task completion)."""
-    per_partition = tl.restorations.where(F.col("completed")).select(
-        "host", F.col("run_id").alias("crashed_run"), "topic", "partition",
-        F.col("end").alias("restored_at"), F.col("end_offset").alias("restore_end_offset"),
-        F.col("source").alias("restore_source"), F.col("line_no").alias("restore_line"))
-    return per_partition
+def _within_ms(a, b, limit_ms: int) -> bool:
+    return a is not None and b is not None and abs(unix_millis(a) - unix_millis(b)) <= limit_ms
 
 
-def _log_writes(tl):
-    return tl.checkpoints.where((F.col("kind") == "written") & (F.col("origin") == "log")).select(
-        "host", F.col("run_id").alias("crashed_run"), "topic", "partition",
-        F.col("offset").alias("written_offset"), F.col("ts").alias("written_ts"),
-        F.col("source").alias("write_source"), F.col("line_no").alias("write_line"))
+@dataclass
+class _Hit:
+    """A changelog partition whose restart trusted a checkpoint after the crash, with its proof and replay."""
+
+    host: str
+    crashed_run: str
+    next_run: str
+    task_id: str
+    topic: str
+    partition: int
+    read_offset: int
+    read_ts: Any
+    read_source: str
+    read_line: int
+    crashed_end: Any
+    crashed_end_source: str
+    crashed_end_line: int
+    version: str | None
+    version_range: str | None
+    commit_interval_ms: int | None
+    restored_at: Any = None
+    restore_end_offset: int | None = None
+    restore_source: str | None = None
+    restore_line: int | None = None
+    write_ok: bool = False
+    capture_ok: bool = False
+    #: the write at restoration end (``write_source``, ``write_line``, ``written_ts``)
+    w: Any = None
+    #: the captured file (``capture_source``, ``capture_file``, ``captured_offset``, ``captured_mtime``, ``capture_time``)
+    c: Any = None
+    replayed: int | None = None
+    next_end_offset: int | None = None
+    replay_source: str | None = None
+    replay_line: int | None = None
+    updater: bool | None = None
 
 
-def _captured_files(tl):
-    return captured_checkpoints(tl).select(
-        "host", "topic", "partition", F.col("offset").alias("captured_offset"),
-        F.col("file_mtime").alias("captured_mtime"), F.col("capture_time"),
-        F.col("source").alias("capture_source"), F.col("file").alias("capture_file"))
+def _with_proof(candidate, restores: list, writes: list, files: list) -> _Hit:
+    """The candidate with the best proof of when its checkpoint was written: a write of the offset it
+    read within a few seconds of the partition's restoration end in the crashed run, or a capture taken
+    during that run whose file holds that offset with an mtime at restoration end."""
+    crashed, _, read = candidate
+    hit = _Hit(read.host, crashed.run_id, candidate[1].run_id, read.task_id, read.topic, read.partition, read.offset,
+               read.ts, read.source, read.line_no, crashed.end, crashed.end_source, crashed.end_line_no,
+               crashed.version, crashed.version_range, crashed.commit_interval_ms)
+    captured_from = crashed.start
+    captured_until = crashed.end + timedelta(minutes=10) if crashed.end is not None else None
+    for restore in restores or [None]:
+        restored_at = restore.end if restore is not None else None
+        if restore is not None:
+            hit.restored_at = _max(hit.restored_at, restore.end)
+            hit.restore_end_offset = _max(hit.restore_end_offset, restore.end_offset)
+            hit.restore_source = hit.restore_source if hit.restore_source is not None else restore.source
+            hit.restore_line = hit.restore_line if hit.restore_line is not None else restore.line_no
+        for write in writes:
+            if _within_ms(write.ts, restored_at, WRITE_NEAR_RESTORE_S * 1000):
+                hit.write_ok = True
+                hit.w = hit.w or SimpleNamespace(write_source=write.source, write_line=write.line_no, written_ts=write.ts)
+        for file in files:
+            during = (file.capture_time is not None and captured_from is not None and captured_until is not None
+                      and captured_from <= file.capture_time <= captured_until)
+            if during and _within_ms(file.file_mtime, restored_at, MTIME_NEAR_RESTORE_S * 1000):
+                hit.capture_ok = True
+                hit.c = hit.c or SimpleNamespace(capture_source=file.source, capture_file=file.file,
+                                                 captured_offset=read.offset, captured_mtime=file.file_mtime,
+                                                 capture_time=file.capture_time)
+    return hit
+
+
+def _max(a, b):
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _min(a, b):
+    return b if a is None else a if b is None else min(a, b)
 
 
 @detector(id=ID, title="EOS restart trusted a restore-time checkpoint (KAFKA-20685)", severity="critical",
           needs=("process_runs", "checkpoints", "restorations", "wipes", "events", "state", "task_lifecycles", "config"),
-          role="root-cause")
+          role="root-cause",
+          # an EOS run that crashed, and a checkpoint read from the logs (by the next run)
+          requires=all_of(rows_in("process_runs", f"end_kind = 'crash' AND {EOS_RUN_SQL} AND {NOT_NIFI_SQL}"),
+                          rows_in("checkpoints", "kind = 'read' AND origin = 'log' AND offset >= 0 "
+                                                 "AND task_id IS NOT NULL")))
 def eos_stale_restore_checkpoint(tl) -> list[Finding]:
     """KAFKA-20685: a restore-time checkpoint survives RUNNING; a crash then skips the EOS wipe."""
-    stale = _stale_reads(tl)
-    restored = _restore_end_in_crashed_run(tl)
-    with_restore = stale.join(restored, ["host", "crashed_run", "topic", "partition"], "left")
+    pairs = _crash_pairs(tl)
+    if not pairs:
+        return []
+    crashed_ids = sorted({c.run_id for c, _ in pairs})
+    next_ids = sorted({n.run_id for _, n in pairs})
+    pair_of_next = {(n.host, n.run_id): (c, n) for c, n in pairs}
+    lines = _checkpoint_lines(tl, crashed_ids, next_ids)
+    # Checkpoint reads right after an EOS crash, without a wipe: one candidate per host/task/partition read.
+    wiped = _wiped_tasks(tl, next_ids)
+    candidates = [(*pair_of_next[(r.host, r.run_id)], r) for r in in_spark_order(
+        (r for r in lines if r.kind == "read" and (r.host, r.run_id) in pair_of_next),
+        key=lambda r: (r.ts, r.source, r.line_no)) if (r.host, r.run_id, r.task_id) not in wiped]
+    if not candidates:
+        return []
+    restorations = all_rows(tl.restorations.where(sql_in("run_id", crashed_ids + next_ids)).select(
+        "host", "run_id", "topic", "partition", "completed", "end", "end_offset", "records", "source", "line_no"),
+        "restorations of crashed runs and their restarts")
+    restorations = in_spark_order(restorations, key=lambda r: (r.end, r.source, r.line_no))
+    completed: dict[tuple, list] = {}
+    for r in restorations:
+        if r.completed:
+            completed.setdefault((r.host, r.run_id, r.topic, r.partition), []).append(r)
+    last_phases = _last_phases(tl, crashed_ids, sorted({read.task_id for _, _, read in candidates}))
+    completed_partitions = set(completed)
+    stale = [c for c in candidates if _running_at_crash(c, last_phases, completed_partitions)]
+    if not stale:
+        return []
     # Only a write (or captured file) holding the very offset the restart read can be its origin.
-    writes = _log_writes(tl).withColumnRenamed("written_offset", "read_offset")
-    near_write = F.abs(F.unix_millis("written_ts") - F.unix_millis("restored_at")) <= WRITE_NEAR_RESTORE_S * 1000
-    with_write = with_restore.join(writes, ["host", "crashed_run", "topic", "partition", "read_offset"], "left")
-    files = _captured_files(tl).withColumnRenamed("captured_offset", "read_offset")
-    capture_ok = (F.col("capture_time").between(F.col("crashed_start"), F.col("crashed_end") + F.expr("INTERVAL 10 MINUTES"))
-                  & (F.abs(F.unix_millis("captured_mtime") - F.unix_millis("restored_at")) <= MTIME_NEAR_RESTORE_S * 1000))
-    joined = with_write.join(files, ["host", "topic", "partition", "read_offset"], "left").withColumn(
-        "_capture_ok", F.coalesce(capture_ok, F.lit(False))).withColumn(
-        "_write_ok", F.coalesce(near_write, F.lit(False)))
+    writes: dict[tuple, list] = {}
+    for r in in_spark_order((r for r in lines if r.kind == "written"), key=lambda r: (r.ts, r.source, r.line_no)):
+        writes.setdefault((r.host, r.run_id, r.topic, r.partition, r.offset), []).append(r)
+    files: dict[tuple, list] = {}
+    for f in in_spark_order(captured_checkpoint_rows(tl), key=lambda f: (f.source, f.file, f.capture_time)):
+        files.setdefault((f.host, f.topic, f.partition, f.offset), []).append(f)
     # Keep the best proof per partition.
-    found = joined.groupBy("host", "crashed_run", "next_run", "task_id", "topic", "partition").agg(
-        F.first("read_offset").alias("read_offset"), F.min("read_ts").alias("read_ts"),
-        F.first("read_source").alias("read_source"), F.first("read_line").alias("read_line"),
-        F.first("crashed_end").alias("crashed_end"), F.first("crashed_end_source").alias("crashed_end_source"),
-        F.first("crashed_end_line").alias("crashed_end_line"), F.first("crashed_version").alias("version"),
-        F.first("crashed_range").alias("version_range"),
-        F.first("commit_interval_ms").alias("commit_interval_ms"),
-        F.max("restored_at").alias("restored_at"), F.max("restore_end_offset").alias("restore_end_offset"),
-        F.first("restore_source", ignorenulls=True).alias("restore_source"),
-        F.first("restore_line", ignorenulls=True).alias("restore_line"),
-        F.max("_write_ok").alias("write_ok"), F.max("_capture_ok").alias("capture_ok"),
-        F.first(F.when(F.col("_write_ok"), F.struct("write_source", "write_line", "written_ts")), ignorenulls=True).alias("w"),
-        F.first(F.when(F.col("_capture_ok"), F.struct("capture_source", "capture_file", F.col("read_offset").alias("captured_offset"),
-                                                       "captured_mtime", "capture_time")), ignorenulls=True).alias("c"),
-    )
-    # The tail replayed after the restart: the next run's restoration of the same partition.
-    replay = tl.restorations.select("host", F.col("run_id").alias("next_run"), "topic", "partition",
-                                    F.col("records").alias("replayed"), F.col("end_offset").alias("next_end_offset"),
-                                    F.col("source").alias("replay_source"), F.col("line_no").alias("replay_line"))
-    found = found.join(replay, ["host", "next_run", "topic", "partition"], "left")
-    updater = state_updater_by_run(tl).withColumnRenamed("run_id", "crashed_run")
-    found = found.join(updater, "crashed_run", "left")
-    got = bounded(found, 200, order=["host", "task_id", "topic", "partition"])
+    found: dict[tuple, _Hit] = {}
+    for candidate in stale:
+        crashed, following, read = candidate
+        key = (read.host, crashed.run_id, following.run_id, read.task_id, read.topic, read.partition)
+        hit = _with_proof(candidate, completed.get((read.host, crashed.run_id, read.topic, read.partition), []),
+                          writes.get((read.host, crashed.run_id, read.topic, read.partition, read.offset), []),
+                          files.get((read.host, read.topic, read.partition, read.offset), []))
+        found[key] = _merged(found[key], hit) if key in found else hit
+    # The tail replayed after the restart: the next run's restorations of the same partition.
+    replays: dict[tuple, list] = {}
+    for r in restorations:
+        replays.setdefault((r.host, r.run_id, r.topic, r.partition), []).append(r)
+    updater = state_updater_of_runs(tl, crashed_ids)
+    hits = []
+    for hit in found.values():
+        hit.updater = updater.get(hit.crashed_run)
+        for replay in replays.get((hit.host, hit.next_run, hit.topic, hit.partition)) or [None]:
+            hits.append(hit if replay is None else replace(
+                hit, replayed=replay.records, next_end_offset=replay.end_offset, replay_source=replay.source,
+                replay_line=replay.line_no))
+    hits = in_spark_order(hits, key=lambda h: (h.host, h.task_id, h.topic, h.partition))
+    got = Bounded(hits[:MAX_PARTITIONS], len(hits))
     hits = [h for h in got.rows if _version_allows(h) is not False]
     if not hits:
         return []
     truncation = got.record("partitions")
     return [_finding([h for h in hits if h.host == host], truncation) for host in sorted({h.host for h in hits})]
+
+
+def _merged(first: _Hit, other: _Hit) -> _Hit:
+    """Two reads of one partition in one restart: the first read's facts, the earliest read time, the best proof."""
+    return replace(
+        first, read_ts=_min(first.read_ts, other.read_ts), restored_at=_max(first.restored_at, other.restored_at),
+        restore_end_offset=_max(first.restore_end_offset, other.restore_end_offset),
+        restore_source=first.restore_source if first.restore_source is not None else other.restore_source,
+        restore_line=first.restore_line if first.restore_line is not None else other.restore_line,
+        write_ok=first.write_ok or other.write_ok, capture_ok=first.capture_ok or other.capture_ok,
+        w=first.w or other.w, c=first.c or other.c)
 
 
 def _version_allows(hit) -> bool | None:

@@ -11,10 +11,22 @@ consumer fell out of range, ``info`` when it is the expected reaction to a crash
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
-from toolkit.detectors.common import evidence_at, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+from toolkit.detectors.preconditions import any_of, events_named, rows_in
+from toolkit.detectors.common import (
+    all_rows,
+    fmt_ts,
+    in_spark_order,
+    known_bug_sentences,
+    log_refs,
+    missing_steps,
+    run_rows,
+    run_versions,
+)
 
 ID = "eos-task-corruption-wipe"
 EOS_REASONS = ("task-corrupted", "eos-dirty-close", "eos-no-checkpoint", "restore-failed", "unclean-shutdown",
@@ -22,7 +34,9 @@ EOS_REASONS = ("task-corrupted", "eos-dirty-close", "eos-no-checkpoint", "restor
 
 
 @detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"),
-          role="consequence")
+          role="consequence",
+          requires=any_of(rows_in("wipes", "reason IN ({})".format(", ".join(f"'{r}'" for r in EOS_REASONS))),
+                          events_named("TASK_CORRUPTED", "RESTORE_OFFSET_OUT_OF_RANGE", also=False)))
 def eos_task_corruption_wipe(tl) -> list[Finding]:
     """Wipes and corruption per host and run, judged against how the previous run ended."""
     wiped = tl.wipes.where(F.col("reason").isin(*EOS_REASONS)).select(
@@ -31,12 +45,16 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
         "host", "run_id", "task_id", "ts",
         F.when(F.col("event") == "RESTORE_OFFSET_OUT_OF_RANGE", F.lit("offset-out-of-range"))
         .otherwise(F.lit("task-corrupted")).alias("reason"), "source", "line_no")
-    both = wiped.unionByName(corrupt)
-    groups = rows(both.groupBy("host", "run_id").agg(
-        F.min("ts").alias("first"), F.collect_set("task_id").alias("tasks"), F.collect_set("reason").alias("reasons")),
-        30, order=["host", "first"])
-    runs = {(r.host, r.run_id): r for r in rows(tl.process_runs.select("host", "run_id", "run_no"), 200)}
-    ends = {(r.host, r.run_no): r.end_kind for r in rows(tl.process_runs.select("host", "run_no", "end_kind"), 200)}
+    # Wipe and corruption lines are few (one per task and restart): grouped per host and run on the driver.
+    by_run: dict[tuple, list] = {}
+    for r in all_rows(wiped.unionByName(corrupt), "wipe and corruption lines"):
+        by_run.setdefault((r.host, r.run_id), []).append(r)
+    groups = in_spark_order((SimpleNamespace(
+        host=host, run_id=run_id, first=min((r.ts for r in lines if r.ts is not None), default=None),
+        tasks={r.task_id for r in lines if r.task_id is not None}, reasons={r.reason for r in lines if r.reason is not None},
+        lines=lines) for (host, run_id), lines in by_run.items()), key=lambda g: (g.host, g.first))[:30]
+    runs = {(r.host, r.run_id): r for r in run_rows(tl)}
+    ends = {(r.host, r.run_no): r.end_kind for r in run_rows(tl)}
     findings = []
     for g in groups:
         run = runs.get((g.host, g.run_id))
@@ -57,7 +75,7 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
                             "No crash precedes it: look for truncated/compacted changelogs (offset out of range), "
                             "close timeouts or a dirty close during a rebalance.")),
             hosts=[g.host], tasks=tasks, ts=g.first,
-            evidence=evidence_at(tl, both.where((F.col("host") == g.host) & (F.col("run_id") == g.run_id)).orderBy("ts").limit(8)),
+            evidence=log_refs((r.source, r.line_no) for r in in_spark_order(g.lines, key=lambda r: (r.ts,))[:8]),
             missing_evidence=[] if previous is not None else missing_steps(ID),
             impact=Impact(summary=f"{len(tasks)} task(s) restored from scratch after the wipe",
                           figures={"tasks": len(tasks)}, method="distinct task ids of wipe/corruption lines"),

@@ -28,20 +28,32 @@ from __future__ import annotations
 import itertools
 import math
 from datetime import timedelta
+from types import SimpleNamespace
 
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
+    all_rows,
     bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
+    in_spark_order,
     known_bug_sentences,
     merge_evidence,
     missing_steps,
     rows,
     run_versions,
+)
+from toolkit.detectors.preconditions import (
+    any_of,
+    count_rows,
+    events_named,
+    rows_in,
+    sql_in,
+    sql_strings,
+    sql_timestamp,
 )
 
 ID = "kinesis-checkpoint-migration-loss"
@@ -65,65 +77,142 @@ COPIED = ("MIGRATION_COPY_COMPLETED",)
 RECOPY_ANNOUNCED = ("LINGERING_MIGRATION_RECOPY",)
 
 
-def _copy_failures(steps, base):
-    """Copy failures into the re-created table: classified CloudTrail failures, any failed item write into
-    it, and a logged copy start with no completion before the processor's start failure."""
-    cloudtrail = steps.where(base & (F.col("step").isin(*COPY_FAILED)
-                                     | (F.col("step").isin(*FAILED_WRITES) & F.col("error_code").isNotNull())))
-    started = steps.where(base & (F.col("step") == "MIGRATION_COPY_STARTED")).select(
-        "base_table", "host", F.col("ts").alias("copy_at"))
-    done = steps.where(base & F.col("step").isin(*COPIED)).select("base_table", F.col("ts").alias("done_at"))
-    start_failed = steps.where(F.col("step") == "PROCESSOR_START_FAILED").select(
-        "host", "ts", "source", "line_no", "origin", "detail")
-    logged = started.join(start_failed, "host").where(
-        (F.col("ts") >= F.col("copy_at")) & (F.col("ts") <= F.col("copy_at") + F.expr(f"INTERVAL {COPY_TO_FAILURE_S} SECONDS")))
-    logged = logged.join(done, "base_table", "left").groupBy(
-        "base_table", "host", "copy_at", "ts", "source", "line_no", "origin", "detail").agg(
-        F.max(F.when(F.col("done_at").between(F.col("copy_at"), F.col("ts")), 1).otherwise(0)).alias("_done")).where(
-        F.col("_done") == 0)
-    columns = ["base_table", "ts", "source", "line_no", "origin", "detail"]
-    return cloudtrail.select(*columns).unionByName(logged.select(*columns))
+#: The steps compared on the driver: a handful per migration. Successful item writes, which CloudTrail data
+#: events log by the thousand, are only counted (:func:`_copies_and_items`).
+COMPARED_STEPS = (*DELETED, *CREATED, *COPY_FAILED, *MIGRATION_GONE, *COPIED, *RECOPY_ANNOUNCED,
+                  "MIGRATION_COPY_STARTED", "PROCESSOR_START_FAILED")
+
+
+def _migration_steps(tl) -> list:
+    """The migration steps of every table (and the processors' start failures), oldest first."""
+    steps = all_rows(tl.migration_steps.where(
+        f"step IN ({sql_strings(COMPARED_STEPS)}) "
+        f"OR (step IN ({sql_strings(FAILED_WRITES)}) AND error_code IS NOT NULL)").select(
+        "table", "base_table", "ts", "step", "origin", "host", "error_code", "detail", "actor", "source", "line_no"),
+        "checkpoint-table migration steps")
+    return in_spark_order(steps, key=lambda s: (s.ts, s.source, s.line_no))
+
+
+def _on_base(step) -> bool:
+    """The step is about the checkpoint table itself (``<app>``)."""
+    return step.table is not None and step.table == step.base_table
+
+
+def _on_migration(step) -> bool:
+    """The step is about the table the items are copied from (``<app>_migration``)."""
+    return step.base_table is not None and step.table == f"{step.base_table}_migration"
+
+
+def _struct_order(*values) -> tuple:
+    """The order Spark gives structs of these values (field by field, nulls first)."""
+    return tuple((v is not None, v) for v in values)
+
+
+def _first_copy_failures(steps: list) -> dict[str, "_Step"]:
+    """Per table, the first copy failure into the re-created table: a classified CloudTrail failure, any failed
+    item write into it, or a logged copy start with no completion before the processor's start failure."""
+    failures: dict[str, list] = {}
+    for s in steps:
+        if _on_base(s) and (s.step in COPY_FAILED or s.step in FAILED_WRITES and s.error_code is not None):
+            failures.setdefault(s.base_table, []).append(s)
+    started = [s for s in steps if _on_base(s) and s.step == "MIGRATION_COPY_STARTED"]
+    done = [s for s in steps if _on_base(s) and s.step in COPIED]
+    start_failed = [s for s in steps if s.step == "PROCESSOR_START_FAILED"]
+    for copy in started:
+        for fail in start_failed:
+            if (None in (copy.host, copy.ts, fail.ts) or fail.host != copy.host
+                    or not copy.ts <= fail.ts <= copy.ts + timedelta(seconds=COPY_TO_FAILURE_S)):
+                continue
+            if not any(d.base_table == copy.base_table and d.ts is not None and copy.ts <= d.ts <= fail.ts
+                       for d in done):
+                failures.setdefault(copy.base_table, []).append(fail)
+    out = {}
+    for table, found in failures.items():
+        f = min(found, key=lambda f: _struct_order(f.ts, f.source, f.line_no, f.origin, f.detail))
+        out[table] = _Step(f.ts, f.source, f.line_no, f.origin, f.detail)
+    return out
+
+
+def _nearest_step(steps: list, table: str, names: tuple, on, failed_at, before: bool) -> "_Step | None":
+    """The table's last step of ``names`` at or before the failure (``before``), else its first at or after it."""
+    if failed_at is None:
+        return None
+    found = [s for s in steps if s.base_table == table and on(s) and s.step in names and s.ts is not None
+             and (s.ts <= failed_at if before else s.ts >= failed_at)]
+    if not found:
+        return None
+    pick = max if before else min
+    s = pick(found, key=lambda s: _struct_order(s.ts, s.source, s.line_no))
+    return _Step(s.ts, s.source, s.line_no)
+
+
+def _successful_puts(table: str, after, until=None, *, inclusive: bool = False):
+    """A check for a successful item write into ``table`` after ``after`` (up to ``until``): a re-copy."""
+    low = ">=" if inclusive else ">"
+    window = f"ts {low} {sql_timestamp(after)}" + (f" AND ts <= {sql_timestamp(until)}" if until is not None else "")
+    return rows_in("migration_steps", f"table = base_table AND base_table = '{_quoted(table)}' AND "
+                                      f"step = 'CLOUDTRAIL_PUT_ITEM' AND error_code IS NULL AND {window}")
+
+
+def _migrated_items(table: str):
+    """A count of the item writes into ``<table>_migration``: the checkpoints the migration had to copy."""
+    return rows_in("migration_steps", f"table = '{_quoted(table)}_migration' AND step = 'CLOUDTRAIL_PUT_ITEM'")
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _copied_between(steps: list, table: str, after, until, *, inclusive: bool) -> bool:
+    """A logged successful copy into ``table`` after ``after`` (up to ``until`` when given)."""
+    return any(s.base_table == table and _on_base(s) and s.step in COPIED and s.ts is not None
+               and (s.ts >= after if inclusive else s.ts > after) and (until is None or s.ts <= until)
+               for s in steps)
 
 
 @detector(id=ID, title="ConsumeKinesis checkpoints lost in a failed table migration (NIFI-16003)",
-          severity="critical", needs=("migration_steps", "events", "state", "process_runs"), role="root-cause")
+          severity="critical", needs=("migration_steps", "events", "state", "process_runs"), role="root-cause",
+          # a step of a checkpoint-table migration, or a processor's failed start (the log-only finding)
+          requires=any_of(rows_in("migration_steps", "base_table IS NOT NULL"),
+                          events_named("PROCESSOR_START_FAILED", also=False)))
 def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     """NIFI-16003: legacy table deleted, copy failed, migration table dropped without a re-copy."""
-    steps = tl.migration_steps.where(F.col("base_table").isNotNull())
-    base = F.col("table") == F.col("base_table")
-    migration = F.col("table") == F.concat(F.col("base_table"), F.lit("_migration"))
-    failures = _copy_failures(tl.migration_steps, base).groupBy("base_table").agg(
-        F.min(F.struct("ts", "source", "line_no", "origin", "detail")).alias("f"))
-    per_table = failures
-    # Conditional aggregation keeps every failed table, whatever else is (not) in the evidence.
-    for name, names, where, before in (("deleted", DELETED, base, True), ("created", CREATED, base, True),
-                                       ("gone", MIGRATION_GONE, migration, False),
-                                       ("retried", RECOPY_ANNOUNCED, base, False)):
-        part = steps.where(where & F.col("step").isin(*names)).select(
-            "base_table", F.struct("ts", "source", "line_no").alias("s"))
-        joined = per_table.join(part, "base_table", "left")
-        in_order = (F.col("s.ts") <= F.col("f.ts")) if before else (F.col("s.ts") >= F.col("f.ts"))
-        pick = F.max(F.when(in_order, F.col("s"))) if before else F.min(F.when(in_order, F.col("s")))
-        per_table = joined.groupBy(*per_table.columns).agg(pick.alias(name))
-    # A successful PutItem into the table between the failure and the drop would be a re-copy.
-    copied = steps.where(base & (F.col("step").isin(*COPIED) | ((F.col("step") == "CLOUDTRAIL_PUT_ITEM")
-                                                               & F.col("error_code").isNull()))).select(
-        "base_table", F.col("ts").alias("copy_ts"))
-    per_table = per_table.join(copied, "base_table", "left").groupBy("base_table", "f", "deleted", "created", "gone",
-                                                                    "retried").agg(
-        F.max(F.when((F.col("copy_ts") > F.col("f.ts")) & (F.col("gone").isNull() | (F.col("copy_ts") <= F.col("gone.ts"))),
-                     F.lit(1)).otherwise(F.lit(0))).alias("recopied"))
-    every_table = rows(per_table, 200, order=["base_table"])
-    tables = [t for t in every_table if not t.recopied]
+    steps = _migration_steps(tl)
+    failures = _first_copy_failures(steps)
+    # Every failed table, whatever else is (not) in the evidence.
+    every_table = []
+    for table in sorted(failures)[:200]:
+        f = failures[table]
+        every_table.append(SimpleNamespace(
+            base_table=table, f=f,
+            deleted=_nearest_step(steps, table, DELETED, _on_base, f.ts, before=True),
+            created=_nearest_step(steps, table, CREATED, _on_base, f.ts, before=True),
+            gone=_nearest_step(steps, table, MIGRATION_GONE, _on_migration, f.ts, before=False),
+            retried=_nearest_step(steps, table, RECOPY_ANNOUNCED, _on_base, f.ts, before=False)))
     text = F.concat_ws("\n", F.col("message"), F.coalesce(F.col("stack"), F.lit("")))
     dynamo = text.contains("DynamoDb") | text.contains("dynamodb")
     kinesis = F.coalesce(F.col("component_type"), F.lit("")).contains("ConsumeKinesis") | text.contains("ConsumeKinesis[")
     errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & dynamo & kinesis).select(
         "host", "component_id", "ts", "source", "line_no", text.contains(LEASE_KEY_ERROR).alias("lease_key")),
         50, order=["ts"])
-    per_table_findings = []
+    explained = {t.base_table for t in every_table}
+    drops = _drops_after_creation(steps, explained) if errors else []
+    # One query counts the successful item writes that would be a re-copy, and the items each migration had.
+    puts = {t.base_table: _successful_puts(t.base_table, t.f.ts, t.gone.ts if t.gone else None)
+            for t in every_table if t.f.ts is not None}
+    drop_puts = {(c.base_table, c.ts): _successful_puts(c.base_table, c.ts, drop.ts, inclusive=True)
+                 for c, drop in drops}
+    items = {table: _migrated_items(table) for table in sorted(explained | {c.base_table for c, _ in drops})}
+    counts = count_rows(tl, [*puts.values(), *drop_puts.values(), *items.values()]) if items else {}
+    # A successful PutItem into the table between the failure and the drop would be a re-copy.
+    for t in every_table:
+        t.recopied = int(t.f.ts is not None and (
+            _copied_between(steps, t.base_table, t.f.ts, t.gone.ts if t.gone else None, inclusive=False)
+            or bool(counts.get(puts[t.base_table]))))
+    tables = [t for t in every_table if not t.recopied]
     matched: set[tuple] = set()
     versions = run_versions(tl)
+    pairs = []
     for t in tables:
         # The closest unmatched ERROR line within the window is this table's failed start.
         near = [e for e in errors if (e.source, e.line_no) not in matched
@@ -131,7 +220,7 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
         error = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds())) if near else None
         if error is not None:
             matched.add((error.source, error.line_no))
-        per_table_findings.append(_table_finding(tl, t, error, versions))
+        pairs.append((t, error))
     # A copy that failed and was then re-copied (2.10+) explains its start failure too: not an orphan.
     for t in every_table:
         if t.recopied:
@@ -140,11 +229,12 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
             if near:
                 best = min(near, key=lambda e: abs((e.ts - t.f.ts).total_seconds()))
                 matched.add((best.source, best.line_no))
-    explained = {t.base_table for t in every_table}
-    for inferred, error in _inferred_failures(steps, base, migration, errors, matched, explained):
+    recopied_drops = {key for key, check in drop_puts.items() if counts.get(check)}
+    for inferred, error in _inferred_failures(steps, drops, recopied_drops, errors, matched):
         matched.add((error.source, error.line_no))
-        per_table_findings.append(_table_finding(tl, inferred, error, versions))
-    findings = _per_host(per_table_findings)
+        pairs.append((inferred, error))
+    facts = _TableFacts(tl, [t.base_table for t, _ in pairs], {table: counts.get(check) for table, check in items.items()})
+    findings = _per_host([_table_finding(t, error, versions, facts) for t, error in pairs])
     orphans = [e for e in errors if (e.source, e.line_no) not in matched]
     # On 2.11+ both the lingering-migration deletion (NIFI-16003) and the rename-lock variant (NIFI-16066) are
     # fixed: a failed start is retried and re-copies, so an unexplained ERROR line alone is no loss.
@@ -155,7 +245,21 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     return findings
 
 
-def _inferred_failures(steps, base, migration, errors, matched: set, explained: set):
+def _drops_after_creation(steps: list, explained: set) -> list[tuple]:
+    """(re-creation, deletion of ``<app>_migration`` after it) of the tables without a recorded copy failure,
+    the deletion at least half an administrative yield later (sooner: a successful migration's clean-up)."""
+    gone = [s for s in steps if _on_migration(s) and s.step in MIGRATION_GONE]
+    out = []
+    for c in steps:
+        if not (_on_base(c) and c.step in CREATED) or c.base_table in explained or c.ts is None:
+            continue
+        drop = next((g for g in gone if g.base_table == c.base_table and g.ts is not None and g.ts >= c.ts), None)
+        if drop is not None and (drop.ts - c.ts).total_seconds() >= ADMINISTRATIVE_YIELD_S / 2:
+            out.append((c, drop))
+    return out
+
+
+def _inferred_failures(steps: list, drops: list, recopied: set, errors, matched: set):
     """Copy failures that left no record of their own (management-only CloudTrail, default logging).
 
     ``<app>`` re-created, a ConsumeKinesis start failure with a DynamoDB error after it, and
@@ -164,22 +268,10 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
     deletion came closest to one yield after it, among the tables whose CloudTrail caller maps to the
     failure's host (see :func:`_consistent_pairs`).
     """
-    created = rows(steps.where(base & F.col("step").isin(*CREATED)).select(
-        "base_table", "ts", "source", "line_no", "actor"), 500, order=["ts"])
-    gone = rows(steps.where(migration & F.col("step").isin(*MIGRATION_GONE)).select(
-        "base_table", "ts", "source", "line_no"), 500, order=["ts"])
-    copied = rows(steps.where(base & (F.col("step").isin(*COPIED) | ((F.col("step") == "CLOUDTRAIL_PUT_ITEM")
-                                                                    & F.col("error_code").isNull()))).select(
-        "base_table", "ts"), 2000)
-    deleted = rows(steps.where(base & F.col("step").isin(*DELETED)).select("base_table", "ts", "source", "line_no"), 500)
+    deleted = [s for s in steps if _on_base(s) and s.step in DELETED]
     candidates = []
-    for c in created:
-        if c.base_table in explained:
-            continue
-        drop = next((g for g in gone if g.base_table == c.base_table and g.ts >= c.ts), None)
-        if drop is None or (drop.ts - c.ts).total_seconds() < ADMINISTRATIVE_YIELD_S / 2:
-            continue  # deleted right after the copy: a successful migration
-        if any(x.base_table == c.base_table and c.ts <= x.ts <= drop.ts for x in copied):
+    for c, drop in drops:
+        if (c.base_table, c.ts) in recopied or _copied_between(steps, c.base_table, c.ts, drop.ts, inclusive=True):
             continue
         for e in errors:
             if (e.source, e.line_no) in matched or not (c.ts <= e.ts <= drop.ts):
@@ -189,8 +281,8 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
                 candidates.append((off, c, drop, e))
     out = []
     for off, c, drop, e in _consistent_pairs(candidates):
-        legacy = max((d for d in deleted if d.base_table == c.base_table and d.ts <= c.ts), key=lambda d: d.ts,
-                     default=None)
+        legacy = max((d for d in deleted if d.base_table == c.base_table and d.ts is not None and d.ts <= c.ts),
+                     key=lambda d: d.ts, default=None)
         inferred = _InferredTable(
             base_table=c.base_table,
             f=_Step(e.ts, e.source, e.line_no, "log", "start failure between the re-creation and the deletion of "
@@ -200,6 +292,28 @@ def _inferred_failures(steps, base, migration, errors, matched: set, explained: 
             recopied=0)
         out.append((inferred, e))
     return out
+
+
+class _TableFacts:
+    """What the impact of the lost tables rests on, read for all of them at once: the shards of each
+    re-created table in the captured scan, the initial positions the shards restarted from, and how many
+    items each migration had to copy."""
+
+    def __init__(self, tl, tables: list[str], migrated: dict[str, int | None]) -> None:
+        self.migrated = migrated
+        self.shards: dict[str, list] = {}
+        self.positions: list[str] = []
+        if not tables:
+            return
+        items = tl.state.dynamo_items.where(f"{sql_in('table', sorted(set(tables)))} AND kind = 'shard'")
+        for r in all_rows(items.groupBy("table", "stream").agg(
+                F.count(F.lit(1)).alias("shards"), F.first("source").alias("source")), "streams of the tables"):
+            self.shards.setdefault(r.table, []).append(r)
+        for found in self.shards.values():
+            found.sort(key=lambda r: _struct_order(r.stream))
+        initial = rows(tl.events.where((F.col("event") == "SHARD_STARTED_FROM_INITIAL_POSITION")
+                                       & F.col("position_type").isNotNull()).select("position_type").distinct(), 3)
+        self.positions = sorted({r.position_type for r in initial})
 
 
 #: Beyond this many caller-to-host mappings, pairs are chosen on timing alone.
@@ -287,14 +401,6 @@ def _per_host(findings: list[Finding]) -> list[Finding]:
     return merged
 
 
-def _shard_facts(tl, table: str):
-    items = tl.state.dynamo_items.where((F.col("table") == table) & (F.col("kind") == "shard"))
-    summary = rows(items.groupBy("stream").agg(F.count(F.lit(1)).alias("shards"), F.first("source").alias("source")), 10)
-    initial = rows(tl.events.where((F.col("event") == "SHARD_STARTED_FROM_INITIAL_POSITION")
-                                   & F.col("position_type").isNotNull()).select("position_type").distinct(), 3)
-    return summary, sorted({r.position_type for r in initial})
-
-
 def _impact(table: str, shards, positions, migrated_items) -> Impact:
     streams = ", ".join(f"{s.stream}: {s.shards} shard(s)" for s in shards) or "shard count unknown (no scan)"
     shard_total = sum(s.shards for s in shards) if shards else None
@@ -317,7 +423,7 @@ def _impact(table: str, shards, positions, migrated_items) -> Impact:
     )
 
 
-def _table_finding(tl, t, error, versions) -> Finding:
+def _table_finding(t, error, versions, facts: _TableFacts) -> Finding:
     table = t.base_table
     # Without a deletion, a retry that announced the re-copy and copied nothing ends the story just as surely.
     skipped = t.retried if t.gone is None else None
@@ -325,10 +431,8 @@ def _table_finding(tl, t, error, versions) -> Finding:
             **({"retry skipped the re-copy": skipped} if skipped is not None else {"migration table deleted": t.gone})}
     confirmed = all(v is not None for v in seen.values())
     missing_parts = [k for k, v in seen.items() if v is None]
-    shards, positions = _shard_facts(tl, table)
-    migrated_items = rows(tl.migration_steps.where((F.col("table") == f"{table}_migration")
-                                                   & (F.col("step") == "CLOUDTRAIL_PUT_ITEM")).agg(
-        F.count(F.lit(1)).alias("n")), 1)[0].n or None
+    shards, positions = facts.shards.get(table, [])[:10], facts.positions
+    migrated_items = facts.migrated.get(table) or None
     refs = [(v.source, v.line_no) for v in seen.values() if v is not None]
     aws = [Evidence(v.source, v.line_no, f"CloudTrail: {label} ({table if label != 'migration table deleted' else table + '_migration'}) at {fmt_ts(v.ts)}"
                     + (f": {t.f.detail}" if label == "copy failed" and t.f.detail else ""), "aws", v.ts)
@@ -336,7 +440,7 @@ def _table_finding(tl, t, error, versions) -> Finding:
     log_refs = [r for r in refs if r[0] and not r[0].endswith(".json")]
     if error is not None:
         log_refs.append((error.source, error.line_no))
-    evidence = merge_evidence(evidence_lines(tl, log_refs), aws)
+    evidence = merge_evidence(evidence_lines(None, log_refs), aws)
     component = f" (processor {error.component_id})" if error is not None and error.component_id else ""
     explanation = (
         f"The checkpoint table {table}{component} was migrated from the KCL schema: the legacy table was deleted"

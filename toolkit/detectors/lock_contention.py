@@ -14,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import bounded, fmt_ts, known_bug_sentences, log_refs, missing_steps, rows, run_versions
 
 ID = "lock-contention"
@@ -21,7 +22,7 @@ SLOW_HANDOFF_S = 60
 
 
 @detector(id=ID, title="State-directory lock contention / slow hand-off", severity="warning",
-          needs=("locks", "process_runs"), role="trigger")
+          needs=("locks", "process_runs"), role="trigger", requires=rows_in("locks", "kind = 'failed'"))
 def lock_contention(tl) -> list[Finding]:
     """Failed lock attempts per host and task, with how long the contention lasted."""
     failed = tl.locks.where(F.col("kind") == "failed")

@@ -17,6 +17,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import all_of, rows_in
 from toolkit.detectors.common import evidence_at, events_of, fmt_ts, log_evidence, merge_evidence, missing_steps, rows
 
 ID = "nifi-checkpoints-stopped"
@@ -26,7 +27,11 @@ FAILURE_KINDS = ("checkpoint_failed", "journal_poisoned")
 
 
 @detector(id=ID, title="NiFi FlowFile repository checkpoints stopped before a crash", severity="warning",
-          needs=("nifi_checkpoints", "process_runs", "events"))
+          needs=("nifi_checkpoints", "process_runs", "events"),
+          # a NiFi run that crashed or failed, and two successful FlowFile repository checkpoints (an interval)
+          requires=all_of(rows_in("process_runs", "product = 'nifi' AND end_kind IN ('crash', 'error')"),
+                          rows_in("nifi_checkpoints", "origin = 'log' AND repository = 'flowfile' AND kind = 'checkpointed'",
+                                  min_rows=2)))
 def nifi_checkpoints_stopped(tl) -> list[Finding]:
     """One finding per crashed NiFi run whose checkpoints stopped well before its end."""
     cp = tl.nifi_checkpoints.where((F.col("origin") == "log") & (F.col("repository") == "flowfile"))

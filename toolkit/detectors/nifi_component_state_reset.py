@@ -16,6 +16,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
+from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import evidence_at, fmt_int, fmt_ts, merge_evidence, missing_steps, rows
 
 ID = "nifi-component-state-reset"
@@ -23,7 +24,8 @@ RESET_KINDS = ("cleared", "regressed", "not_carried_over", "reset_detected")
 
 
 @detector(id=ID, title="NiFi component state reset or lost (reprocessing window)", severity="warning",
-          needs=("nifi_state_changes",))
+          needs=("nifi_state_changes",),
+          requires=rows_in("nifi_state_changes", "kind IN ({})".format(", ".join(f"'{k}'" for k in RESET_KINDS))))
 def nifi_component_state_reset(tl) -> list[Finding]:
     """One finding per host and component whose state was reset or lost."""
     changes = tl.nifi_state_changes

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
+from toolkit.detectors.preconditions import all_of, any_of, rows_in
 from toolkit.detectors.common import evidence_at, events_of, fmt_int, fmt_ts, log_evidence, merge_evidence, missing_steps, rows
 
 ID = "nifi-flowfile-repo-not-restored"
@@ -24,10 +25,19 @@ DAMAGE_KINDS = ("journal_truncated", "journal_nul_bytes", "snapshot_empty", "orp
 #: A restore below this share of the last checkpoint before the stop counts as partial.
 PARTIAL_SHARE = 0.5
 MIN_RECORDS_FOR_SHARE = 100
+#: Lines that show a run recovering its FlowFile repository (a run without any is not judged).
+RECOVERY_KINDS = ("recovery_started", "restored", "initialized", "snapshot_recovered")
+RECOVERY_KINDS_SQL = ", ".join(f"'{k}'" for k in RECOVERY_KINDS)
 
 
 @detector(id=ID, title="NiFi FlowFile repository not restored (or restored partly) after an unclean stop",
-          severity="critical", needs=("nifi_checkpoints", "process_runs", "events"))
+          severity="critical", needs=("nifi_checkpoints", "process_runs", "events"),
+          # a NiFi run whose FlowFile repository logged its recovery, or a damaged repository file in a capture
+          requires=any_of(all_of(rows_in("process_runs", "product = 'nifi'"),
+                                 rows_in("nifi_checkpoints", "repository IN ('flowfile', 'unknown') AND origin = 'log' AND "
+                                                             f"kind IN ({RECOVERY_KINDS_SQL})")),
+                          rows_in("nifi_checkpoints", "origin = 'capture' AND repository = 'flowfile' "
+                                                      "AND problem IS NOT NULL")))
 def nifi_flowfile_repo_not_restored(tl) -> list[Finding]:
     """One finding per NiFi run whose FlowFile repository recovery lost FlowFiles, plus damaged captures."""
     cp = tl.nifi_checkpoints.where(F.col("repository").isin("flowfile", "unknown"))
@@ -48,7 +58,7 @@ def nifi_flowfile_repo_not_restored(tl) -> list[Finding]:
 
 def _judge_run(tl, cp, host, previous, run):
     mine = cp.where((F.col("host") == host) & (F.col("run_id") == run.run_id) & (F.col("origin") == "log"))
-    recovery = mine.where(F.col("kind").isin("recovery_started", "restored", "initialized", "snapshot_recovered"))
+    recovery = mine.where(F.col("kind").isin(*RECOVERY_KINDS))
     if not rows(recovery, 1):
         return None
     damage = mine.where(F.col("kind").isin(*DAMAGE_KINDS))

@@ -15,6 +15,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import (
     evidence_at,
     fmt_ts,
@@ -38,7 +39,9 @@ IDLE_HARMLESS = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CLOSED_DIRTY")
 
 
 @detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations", "process_runs", "events", "wipes"),
-          role="trigger")
+          role="trigger",
+          # a storm needs that many distinct generations, each seen on at least one row
+          requires=rows_in("generations", "generation IS NOT NULL AND joined IS NOT NULL", min_rows=STORM_GENERATIONS))
 def rebalance_storm(tl) -> list[Finding]:
     """Many generations of one consumer group within a few minutes."""
     gens = tl.generations.where(F.col("generation").isNotNull() & F.col("joined").isNotNull()).groupBy(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
+from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import bounded, evidence_lines, fmt_int, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
 
 ID = "restore-from-scratch"
@@ -22,7 +23,7 @@ BIG_RESTORE_RECORDS = 1_000_000
 
 
 @detector(id=ID, title="Restoration from scratch", severity="warning", needs=("restorations", "process_runs"),
-          role="consequence")
+          role="consequence", requires=rows_in("restorations", "from_scratch AND coalesce(start_offset, 0) <= 0"))
 def restore_from_scratch(tl) -> list[Finding]:
     """Full restorations per host: how many, how long, how many records."""
     runs = tl.process_runs.select("host", "run_id", "run_no")

@@ -22,18 +22,24 @@ Decision, per host, thread and changelog partition (one finding per host listing
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
+    NOT_NIFI_SQL,
+    all_rows,
     bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
+    in_spark_order,
     known_bug_sentences,
     missing_steps,
-    rows,
+    run_rows,
 )
+from toolkit.detectors.preconditions import all_of, rows_in, sql_in
 
 ID = "restore-skipped-after-reassignment"
 BUG = "KAFKA-7672"
@@ -57,55 +63,98 @@ def _restart_lines(events):
         "ts", "source", "line_no")
 
 
-def _restoring_proof(events):
-    """Lines that show records really being restored (not just a restore being started)."""
-    return events.where(F.col("event").isin("RESTORE_PROGRESS", "RESTORE_END") & F.col("topic").isNotNull()).select(
-        "host", "run_id", "topic", "partition", F.col("ts").alias("proof_at"))
+def _task_owners(events, starts: list) -> dict:
+    """(host, topic, partition) -> a task the host's other lines name for that changelog partition."""
+    wanted = sorted({(s.host, s.topic) for s in starts if s.task_id is None})
+    if not wanted:
+        return {}
+    # The DEBUG per-partition lines name no task: the task of a changelog partition comes from the host's
+    # other lines about that partition (a changelog partition belongs to one task).
+    named = events.where(f"task_id IS NOT NULL AND partition IS NOT NULL AND {sql_in('host', [h for h, _ in wanted])} "
+                         f"AND {sql_in('topic', [t for _, t in wanted])}")
+    return {(r.host, r.topic, r.partition): r.owner for r in all_rows(
+        named.groupBy("host", "topic", "partition").agg(F.first("task_id").alias("owner")), "changelog partitions")}
+
+
+def _thread_lines(events, starts: list) -> list:
+    """Of the runs with restore starts: the threads' RUNNING transitions, the lines that show records really
+    being restored (progress or completion, not just a start) and the hand-overs to the state updater."""
+    runs = sql_in("run_id", sorted({s.run_id for s in starts}))
+    topics = sql_in("topic", sorted({s.topic for s in starts}))
+    return all_rows(events.where(
+        f"{runs} AND ((event = 'THREAD_STATE' AND to_state = 'RUNNING') "
+        f"OR (event IN ('RESTORE_PROGRESS', 'RESTORE_END') AND {topics}) OR event = 'RESTORE_QUEUED')").select(
+        "host", "run_id", "stream_thread", "task_id", "topic", "partition", "event", "ts", "source", "line_no"),
+        "thread, restore and hand-over lines")
+
+
+def _struct_order(*values) -> tuple:
+    """The order Spark gives structs of these values (field by field, nulls first)."""
+    return tuple((v is not None, v) for v in values)
 
 
 @detector(id=ID, title="Task went RUNNING without restoring its changelog (KAFKA-7672)", severity="critical",
-          needs=("events", "process_runs"), role="root-cause")
+          needs=("events", "process_runs"), role="root-cause",
+          # two restore starts of a partition on a thread (an earlier one and the restart), and a RUNNING thread
+          requires=all_of(rows_in("events", f"event IN ('CHECKPOINT_MISSING', 'RESTORE_START') AND {NOT_NIFI_SQL} "
+                                            "AND topic IS NOT NULL AND partition IS NOT NULL "
+                                            "AND stream_thread IS NOT NULL", min_rows=2),
+                          rows_in("events", f"event = 'THREAD_STATE' AND to_state = 'RUNNING' AND {NOT_NIFI_SQL}")))
 def restore_skipped_after_reassignment(tl) -> list[Finding]:
     """KAFKA-7672: a thread restarts the restore of a partition it restored before and goes RUNNING at once."""
-    runs = {r.run_id: r for r in rows(tl.process_runs.select("run_id", "version", "version_range"), 500)}
-    ev = tl.events.where(F.col("product").isNull() | (F.col("product") != "nifi"))
-    starts = _restart_lines(ev)
-    # The DEBUG per-partition lines name no task: the task of a changelog partition comes from the host's
-    # other lines about that partition (a changelog partition belongs to one task).
-    owner = ev.where(F.col("task_id").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()).groupBy(
-        "host", "topic", "partition").agg(F.first("task_id").alias("_owner"))
-    starts = starts.join(owner, ["host", "topic", "partition"], "left").withColumn(
-        "task_id", F.coalesce("task_id", "_owner")).drop("_owner")
-    trig = starts.where((F.col("kind") != "tail") | (F.col("offset") < F.col("end_offset"))).select(
-        "host", "run_id", "stream_thread", "task_id", "topic", "partition", "kind", "offset", "end_offset",
-        F.col("ts").alias("restart_at"), F.col("source").alias("restart_source"), F.col("line_no").alias("restart_line"))
-    earlier = starts.select("host", "run_id", "stream_thread", "topic", "partition", F.col("ts").alias("prev_at"),
-                            F.col("end_offset").alias("prev_end_offset"), F.col("source").alias("prev_source"),
-                            F.col("line_no").alias("prev_line"))
-    keys = ["host", "run_id", "stream_thread", "topic", "partition"]
-    before = trig.join(earlier, keys).where(
-        (F.col("prev_at") < F.col("restart_at"))
-        & ~((F.col("prev_source") == F.col("restart_source")) & (F.col("prev_line") == F.col("restart_line"))))
-    # A restart of the same episode (the EOS reset logs the missing checkpoint, then the restore start) is not
-    # an earlier restore: the earlier one must come before a RUNNING of the thread.
-    running = ev.where((F.col("event") == "THREAD_STATE") & (F.col("to_state") == "RUNNING")).select(
-        "host", "run_id", "stream_thread", F.col("ts").alias("running_at"), F.col("source").alias("running_source"),
-        F.col("line_no").alias("running_line"))
-    between = before.join(running.select("host", "run_id", "stream_thread", F.col("running_at").alias("r_at")),
-                          ["host", "run_id", "stream_thread"]).where(
-        (F.col("r_at") > F.col("prev_at")) & (F.col("r_at") < F.col("restart_at")))
-    trig_cols = trig.columns
-    prev = between.groupBy(*trig_cols).agg(
-        F.max(F.struct("prev_at", "prev_source", "prev_line", "prev_end_offset")).alias("prev"))
-    nxt = prev.join(running, ["host", "run_id", "stream_thread"]).where(F.col("running_at") >= F.col("restart_at")).groupBy(
-        *prev.columns).agg(F.min(F.struct("running_at", "running_source", "running_line")).alias("run"))
-    proof = _restoring_proof(ev)
-    queued = ev.where(F.col("event") == "RESTORE_QUEUED").select("host", "run_id", "task_id", F.col("ts").alias("queued_at"))
-    gap = nxt.join(proof, ["host", "run_id", "topic", "partition"], "left").groupBy(*nxt.columns).agg(
-        F.max(F.when(F.col("proof_at").between(F.col("restart_at"), F.col("run.running_at")), 1).otherwise(0)).alias("restored"))
-    gap = gap.join(queued, ["host", "run_id", "task_id"], "left").groupBy(*nxt.columns, "restored").agg(
-        F.max(F.when(F.col("queued_at").between(F.col("restart_at"), F.col("run.running_at")), 1).otherwise(0)).alias("queued"))
-    hits = rows(gap.where((F.col("restored") == 0) & (F.col("queued") == 0)), 100, order=["host", "restart_at"])
+    runs = {r.run_id: r for r in run_rows(tl)}
+    ev = tl.events.where(NOT_NIFI_SQL)
+    # Lines without a time or a run cannot be placed before or after anything.
+    starts = all_rows(_restart_lines(ev).where("ts IS NOT NULL AND run_id IS NOT NULL AND host IS NOT NULL"),
+                      "restore starts")
+    owners = _task_owners(ev, starts)
+    starts = [SimpleNamespace(**{**s.asDict(), "task_id": s.task_id if s.task_id is not None
+                                 else owners.get((s.host, s.topic, s.partition))}) for s in starts]
+    keys = lambda s: (s.host, s.run_id, s.stream_thread, s.topic, s.partition)  # noqa: E731
+    by_thread: dict[tuple, list] = {}
+    for s in starts:
+        by_thread.setdefault(keys(s), []).append(s)
+    # A restart of the thread: a restore start after an earlier one of the same partition on the same thread.
+    trig = [s for s in starts if (s.kind != "tail" or s.offset < s.end_offset) and any(
+        p.ts < s.ts and (p.source, p.line_no) != (s.source, s.line_no) for p in by_thread[keys(s)])]
+    if not trig:
+        return []
+    lines = _thread_lines(ev, trig)
+    running: dict[tuple, list] = {}
+    proofs: dict[tuple, list] = {}
+    queued: dict[tuple, list] = {}
+    for r in lines:
+        if r.event == "THREAD_STATE":
+            running.setdefault((r.host, r.run_id, r.stream_thread), []).append(r)
+        elif r.event == "RESTORE_QUEUED":
+            queued.setdefault((r.host, r.run_id, r.task_id), []).append(r.ts)
+        elif r.topic is not None:
+            proofs.setdefault((r.host, r.run_id, r.topic, r.partition), []).append(r.ts)
+    found = []
+    for t in trig:
+        thread_running = [r for r in running.get((t.host, t.run_id, t.stream_thread), []) if r.ts is not None]
+        # A restart of the same episode (the EOS reset logs the missing checkpoint, then the restore start) is not
+        # an earlier restore: the earlier one must come before a RUNNING of the thread.
+        earlier = [p for p in by_thread[keys(t)] if p.ts < t.ts and (p.source, p.line_no) != (t.source, t.line_no)
+                   and any(p.ts < r.ts < t.ts for r in thread_running)]
+        after = [r for r in thread_running if r.ts >= t.ts]
+        if not earlier or not after:
+            continue
+        p = max(earlier, key=lambda p: _struct_order(p.ts, p.source, p.line_no, p.end_offset))
+        r = min(after, key=lambda r: _struct_order(r.ts, r.source, r.line_no))
+        restored = any(t.ts <= at <= r.ts for at in proofs.get((t.host, t.run_id, t.topic, t.partition), [])
+                       if at is not None)
+        handed_over = any(t.ts <= at <= r.ts for at in queued.get((t.host, t.run_id, t.task_id), [])
+                          if at is not None) if t.task_id is not None else False
+        if not restored and not handed_over:
+            found.append(SimpleNamespace(
+                host=t.host, run_id=t.run_id, stream_thread=t.stream_thread, task_id=t.task_id, topic=t.topic,
+                partition=t.partition, kind=t.kind, offset=t.offset, end_offset=t.end_offset, restart_at=t.ts,
+                restart_source=t.source, restart_line=t.line_no,
+                prev=SimpleNamespace(prev_at=p.ts, prev_source=p.source, prev_line=p.line_no,
+                                     prev_end_offset=p.end_offset),
+                run=SimpleNamespace(running_at=r.ts, running_source=r.source, running_line=r.line_no)))
+    hits = in_spark_order(found, key=lambda h: (h.host, h.restart_at))[:100]
     kept = []
     for h in hits:
         run = runs.get(h.run_id)

@@ -30,22 +30,30 @@ is missing, ``likely`` (critical) when a state capture shows the directory re-cr
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
+    all_rows,
     bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
+    in_spark_order,
     known_bug_sentences,
     merge_evidence,
     missing_steps,
     rows,
+    run_rows,
 )
+from toolkit.detectors.preconditions import all_of, any_of, rows_in, sql_in
 
 ID = "standby-lock-stale-checkpoint"
 BUG = "KAFKA-8187"
+#: Proofs of each kind (log write-back, capture, restore) the findings rest on at most.
+MAX_HITS = 50
 STORE_DATA_KINDS = ("rocksdb_dir", "rocksdb_store", "segmented_store", "segment", "sst", "rocksdb_file")
 MISSING_TRACE = ("TRACE org.apache.kafka.streams.processor.internals.AssignedStandbyTasks and ProcessorStateManager "
                  "(the standby lock failure 'Could not create standby task ... will retry' and the write-back "
@@ -53,11 +61,6 @@ MISSING_TRACE = ("TRACE org.apache.kafka.streams.processor.internals.AssignedSta
                  "(see playbooks/collecting-evidence.md)")
 MISSING_CAPTURE = ("a state capture of the host after the cleaner ran: the task directory with a .checkpoint and no "
                    "rocksdb/ folder is the write-back (see playbooks/capturing-state.md)")
-
-
-def _runs(tl):
-    return tl.process_runs.select("host", "run_id", "version", "version_range", "num_standby_replicas",
-                                  "num_stream_threads")
 
 
 def _standby_tasks(tl):
@@ -88,11 +91,58 @@ def _failed_standby_locks(tl):
     return locks.where(is_standby & F.col("holder_thread").isNotNull())
 
 
-def _known_before(tl):
-    """Checkpoint offsets a host knew for a task: (host, task, partition, offset, ts) of reads and writes."""
-    return tl.checkpoints.where(F.col("kind").isin("read", "written") & (F.col("origin") == "log")
-                                & (F.col("offset") > 0) & F.col("task_id").isNotNull()).select(
-        "host", "task_id", "topic", "partition", F.col("offset").alias("stale_offset"), F.col("ts").alias("known_at"))
+def _chain(tl) -> list:
+    """Failed standby locks (with the thread that held the task) followed by a cleanup of the task's directory."""
+    cleaned = tl.dir_cleanups.select("host", "task_id", F.col("ts").alias("cleaned_at"),
+                                     F.col("source").alias("clean_source"), F.col("line_no").alias("clean_line"))
+    return all_rows(_failed_standby_locks(tl).join(cleaned, ["host", "task_id"]).where(
+        F.col("cleaned_at") > F.col("lock_failed_at")), "standby lock failures followed by a cleanup")
+
+
+def _offsets_known_before(chain_row, known: list) -> list[tuple]:
+    """(topic, partition, offset) the host knew for the task when its lock failed: per partition, the offset
+    of the latest checkpoint read or write up to then. A task with no checkpoint line at all gives one
+    row of unknowns; one whose lines all come later gives none."""
+    if not known:
+        return [(None, None, None)]
+    by_partition: dict[tuple, list] = {}
+    for k in known:
+        if k.ts is None or k.ts <= chain_row.lock_failed_at:
+            by_partition.setdefault((k.topic, k.partition), []).append(k)
+    out = []
+    for (topic, partition), lines in by_partition.items():
+        timed = [k for k in lines if k.ts is not None]
+        out.append((topic, partition, max(timed, key=lambda k: k.ts).offset if timed else None))
+    return out
+
+
+def _restored_after(row, restores: list):
+    """The first restoration of the row's partition from its stale offset after the deletion (``None`` when
+    none was logged); ``False`` when every such restoration came before the deletion."""
+    matched = [r for r in restores if r.start_offset == row.stale_offset]
+    if not matched:
+        return None
+    after = [r for r in matched if r.start is None or r.start > row.cleaned_at]
+    if not after:
+        return False
+    return in_spark_order(after, key=lambda r: (r.start, r.end_offset, r.start_source, r.start_line_no))[0]
+
+
+def _hit(chain_row, **fields) -> SimpleNamespace:
+    return SimpleNamespace(**chain_row.asDict(), **fields)
+
+
+def _with_restore(row: SimpleNamespace, restores: list) -> SimpleNamespace | None:
+    """The row with the restoration of its changelog partition from that offset after the deletion (if any);
+    ``None`` when that partition was only restored from that offset before the deletion."""
+    restore = _restored_after(row, restores)
+    if restore is False:
+        return None
+    row.restore_at = restore.start if restore else None
+    row.restore_end_offset = restore.end_offset if restore else None
+    row.restore_source = restore.start_source if restore else None
+    row.restore_line = restore.start_line_no if restore else None
+    return row
 
 
 def _captured_without_store(tl):
@@ -107,42 +157,15 @@ def _captured_without_store(tl):
 @detector(id=ID, title="Standby lock failure + cleaner left a stale checkpoint (KAFKA-8187)", severity="critical",
           needs=("locks", "dir_cleanups", "checkpoints", "restorations", "state", "events", "task_lifecycles",
                  "process_runs"),
-          role="root-cause")
+          role="root-cause",
+          # a cleaner deletion, and a failed lock (the full chain) or a standby task (INFO logs only)
+          requires=all_of(rows_in("dir_cleanups"),
+                          any_of(rows_in("locks", "kind = 'failed'"), rows_in("task_lifecycles", "role = 'standby'"))))
 def standby_lock_stale_checkpoint(tl) -> list[Finding]:
     """KAFKA-8187: standby lock failure, cleaner deletion, stale checkpoint written back, partial restore."""
-    runs = {r.run_id: r for r in rows(_runs(tl), 500)}
-    cleaned = tl.dir_cleanups.select("host", "task_id", F.col("ts").alias("cleaned_at"),
-                                     F.col("source").alias("clean_source"), F.col("line_no").alias("clean_line"))
-    chain = _failed_standby_locks(tl).join(cleaned, ["host", "task_id"]).where(
-        F.col("cleaned_at") > F.col("lock_failed_at"))
-    # The offset known before the failure: the latest read or write of the task on that host up to then.
-    known = _known_before(tl)
-    before = chain.join(known, ["host", "task_id"], "left").where(
-        F.col("known_at").isNull() | (F.col("known_at") <= F.col("lock_failed_at")))
-    before = before.groupBy(*chain.columns, "topic", "partition").agg(
-        F.max_by("stale_offset", "known_at").alias("stale_offset"))
-    written = tl.checkpoints.where((F.col("kind") == "written") & (F.col("origin") == "log")).select(
-        "host", "task_id", "topic", "partition", F.col("offset").alias("stale_offset"), F.col("ts").alias("written_at"),
-        F.col("source").alias("write_source"), F.col("line_no").alias("write_line"))
-    write_back = before.join(written, ["host", "task_id", "topic", "partition", "stale_offset"]).where(
-        F.col("written_at") > F.col("cleaned_at"))
-    captured = _captured_without_store(tl).withColumnRenamed("captured_offset", "stale_offset")
-    cap_back = before.join(captured, ["host", "task_id", "topic", "partition", "stale_offset"]).where(
-        F.col("captured_at") > F.col("cleaned_at"))
-    restores = tl.restorations.where(F.col("start_offset") > 0).select(
-        "host", "topic", "partition", F.col("start").alias("restore_at"), "start_offset",
-        F.col("end_offset").alias("restore_end_offset"), F.col("task_id").alias("restore_task"),
-        F.col("start_source").alias("restore_source"), F.col("start_line_no").alias("restore_line"))
-    log_hits = rows(_with_restore(write_back, restores), 50, order=["host", "task_id", "lock_failed_at"])
-    cap_hits = rows(_with_restore(cap_back, restores), 50, order=["host", "task_id", "lock_failed_at"])
-    # Without write-back proof: a restore from a non-zero offset after the deletion.
-    task_partitions = tl.checkpoints.where(F.col("task_id").isNotNull() & F.col("topic").isNotNull()).select(
-        "host", "task_id", "topic", "partition").unionByName(tl.restorations.where(F.col("task_id").isNotNull()).select(
-            "host", "task_id", "topic", "partition")).distinct()
-    weak = chain.join(task_partitions, ["host", "task_id"]).join(restores, ["host", "topic", "partition"]).where(
-        (F.col("restore_at") > F.col("cleaned_at"))
-        & (F.col("restore_task").isNull() | (F.col("restore_task") == F.col("task_id"))))
-    weak_hits = rows(weak, 50, order=["host", "task_id", "restore_at"])
+    runs = {r.run_id: r for r in run_rows(tl)}
+    chain = _chain(tl)
+    log_hits, cap_hits, weak_hits = _chain_hits(tl, chain) if chain else ([], [], [])
     hits: dict[tuple, dict] = {}
     for kind, found in (("log", log_hits), ("capture", cap_hits), ("weak", weak_hits)):
         for h in found:
@@ -158,16 +181,68 @@ def standby_lock_stale_checkpoint(tl) -> list[Finding]:
     return findings
 
 
-def _with_restore(df, restores):
-    """Attach the restoration of the same changelog partition from that offset after the deletion (if any)."""
-    joined = df.join(restores.withColumnRenamed("start_offset", "stale_offset"),
-                     ["host", "topic", "partition", "stale_offset"], "left").where(
-        F.col("restore_at").isNull() | (F.col("restore_at") > F.col("cleaned_at")))
-    keys = [c for c in df.columns]
-    return joined.groupBy(*keys).agg(F.min(F.struct("restore_at", "restore_end_offset", "restore_source",
-                                                    "restore_line")).alias("r")).select(
-        *keys, F.col("r.restore_at").alias("restore_at"), F.col("r.restore_end_offset").alias("restore_end_offset"),
-        F.col("r.restore_source").alias("restore_source"), F.col("r.restore_line").alias("restore_line"))
+def _chain_hits(tl, chain: list) -> tuple[list, list, list]:
+    """The chain's proof, strongest first: checkpoints written back after the deletion with the offset known
+    before the lock failure (log lines; state captures without store files), and, without that proof,
+    restorations of the task's partitions from a non-zero offset after the deletion."""
+    hosts = sorted({c.host for c in chain})
+    tasks = sorted({c.task_id for c in chain})
+    of_chain = f"{sql_in('host', hosts)} AND {sql_in('task_id', tasks)}"
+    lines = all_rows(tl.checkpoints.where(of_chain).select(
+        "host", "task_id", "topic", "partition", "kind", "origin", "offset", "ts", "source", "line_no"),
+        "checkpoint lines of the tasks")
+    known: dict[tuple, list] = {}
+    written: dict[tuple, list] = {}
+    partitions: dict[tuple, set] = {}
+    for r in lines:
+        if r.origin == "log" and r.kind in ("read", "written") and r.offset is not None and r.offset > 0:
+            known.setdefault((r.host, r.task_id), []).append(r)
+        if r.origin == "log" and r.kind == "written":
+            written.setdefault((r.host, r.task_id, r.topic, r.partition, r.offset), []).append(r)
+        if r.topic is not None:
+            partitions.setdefault((r.host, r.task_id), set()).add((r.topic, r.partition))
+    captured: dict[tuple, list] = {}
+    for r in all_rows(_captured_without_store(tl).where(of_chain), "captured checkpoints of the tasks"):
+        captured.setdefault((r.host, r.task_id, r.topic, r.partition, r.captured_offset), []).append(r)
+    restorations = all_rows(tl.restorations.where(sql_in("host", hosts)).select(
+        "host", "task_id", "topic", "partition", "start", "start_offset", "end_offset", "start_source",
+        "start_line_no"), "restorations of the hosts")
+    restores: dict[tuple, list] = {}
+    for r in restorations:
+        if r.task_id is not None:
+            partitions.setdefault((r.host, r.task_id), set()).add((r.topic, r.partition))
+        if r.start_offset is not None and r.start_offset > 0:
+            restores.setdefault((r.host, r.topic, r.partition), []).append(r)
+    log_hits, cap_hits, weak_hits = [], [], []
+    for c in chain:
+        for topic, partition, stale in _offsets_known_before(c, known.get((c.host, c.task_id), [])):
+            if None in (topic, partition, stale):
+                continue  # nothing to compare the later checkpoints with
+            partition_restores = restores.get((c.host, topic, partition), [])
+            for w in written.get((c.host, c.task_id, topic, partition, stale), []):
+                if w.ts is not None and w.ts > c.cleaned_at:
+                    log_hits.append(_with_restore(_hit(
+                        c, topic=topic, partition=partition, stale_offset=stale, written_at=w.ts,
+                        write_source=w.source, write_line=w.line_no), partition_restores))
+            for f in captured.get((c.host, c.task_id, topic, partition, stale), []):
+                if f.captured_at is not None and f.captured_at > c.cleaned_at:
+                    cap_hits.append(_with_restore(_hit(
+                        c, topic=topic, partition=partition, stale_offset=stale, captured_at=f.captured_at,
+                        captured_mtime=f.captured_mtime, capture_source=f.capture_source,
+                        capture_file=f.capture_file), partition_restores))
+        for topic, partition in sorted(partitions.get((c.host, c.task_id), ()), key=str):
+            if topic is None or partition is None:
+                continue
+            for r in restores.get((c.host, topic, partition), []):
+                if r.start is not None and r.start > c.cleaned_at and r.task_id in (None, c.task_id):
+                    weak_hits.append(_hit(c, topic=topic, partition=partition, restore_at=r.start,
+                                          start_offset=r.start_offset, restore_end_offset=r.end_offset,
+                                          restore_task=r.task_id, restore_source=r.start_source,
+                                          restore_line=r.start_line_no))
+    by_failure = lambda h: (h.host, h.task_id, h.lock_failed_at)  # noqa: E731
+    return (in_spark_order([h for h in log_hits if h is not None], key=by_failure)[:MAX_HITS],
+            in_spark_order([h for h in cap_hits if h is not None], key=by_failure)[:MAX_HITS],
+            in_spark_order(weak_hits, key=lambda h: (h.host, h.task_id, h.restore_at))[:MAX_HITS])
 
 
 def _gate(run) -> bool | None:

@@ -9,28 +9,23 @@ Decision: ``process_runs.end_kind`` is ``crash`` or ``error``.
 
 from __future__ import annotations
 
-from pyspark.sql import functions as F
-
 from toolkit.detectors.base import Finding, Impact, detector
-from toolkit.detectors.common import evidence_lines, fmt_ts, known_bug_sentences, missing_steps, rows
+from toolkit.detectors.preconditions import rows_in
+from toolkit.detectors.common import evidence_lines, fmt_ts, in_spark_order, known_bug_sentences, missing_steps, run_rows
 
 ID = "unclean-shutdown"
 
 
 @detector(id=ID, title="Unclean shutdown (crash, kill or error)", severity="warning", needs=("process_runs",),
-          role="trigger")
+          role="trigger", requires=rows_in("process_runs", "end_kind IN ('crash', 'error')"))
 def unclean_shutdown(tl) -> list[Finding]:
     """One finding per host whose runs ended in a crash or an error (listing those runs)."""
-    ended = tl.process_runs.where(F.col("end_kind").isin("crash", "error"))
-    found = rows(ended.select("host", "run_id", "run_no", "product", "start", "end", "end_kind", "end_evidence",
-                              "end_source", "end_line_no", "guarantee", "version", "version_range"), 200,
-                 order=["host", "end"])
+    runs = run_rows(tl)
+    found = in_spark_order((r for r in runs if r.end_kind in ("crash", "error")), key=lambda r: (r.host, r.end))[:200]
     if not found:
         return []
-    wanted = sorted({f"{r.host}\t{r.run_no + 1}" for r in found})
-    following = {(r.host, r.run_no): r for r in rows(tl.process_runs.where(
-        F.concat_ws("\t", "host", F.col("run_no").cast("string")).isin(wanted)).select(
-        "host", "run_no", "start", "source", "line_no"), 400)}
+    # The run after each unclean end on the same host: when the process came back.
+    following = {(r.host, r.run_no): r for r in runs}
     findings = []
     for host in sorted({r.host for r in found}):
         mine = [r for r in found if r.host == host]
