@@ -156,6 +156,15 @@ def test_for_task_and_between(analysis_of):
     assert set(summary["table"]) >= {"process_runs", "restorations", "checkpoints", "clock_skew"}
 
 
+def test_template_version_map_holds_every_template_version_row(spark):
+    from toolkit.events.versions import template_version_map, template_version_rows, template_versions
+
+    (row,) = spark.range(1).selectExpr(f"{template_version_map()} AS versions").collect()
+    rows = template_version_rows()
+    assert row.versions == {tid: f"{family}/{lo}/{hi}" for tid, family, lo, hi in rows}
+    assert sorted(map(tuple, template_versions(spark).collect())) == sorted(rows)
+
+
 def _version_key(text: str) -> tuple[int, int]:
     major, minor = text.split(".")[:2]
     return int(major), int(minor)
