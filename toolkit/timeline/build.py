@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from toolkit.events.runs import nifi_bootstrap_condition
 from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
+from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
 from toolkit.timeline.sql import conform, sql_list, sql_map, sql_str
 
@@ -679,6 +680,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     lifecycles = task_lifecycles(events, spans)
     thread_states, client_states = state_intervals(events, spans)
     gens = generations(events)
+    nifi = nifi_tables(events, state, runs)
     return Timeline(
         events=events,
         config=config if config is not None else spark.createDataFrame([], "host string, run_id string, key string, value string"),
@@ -696,4 +698,6 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
         nifi_processor_events=nifi_processor_events(events),
         migration_steps=migration_steps(events, state),
         clock_skew=clock_skew(gens),
+        nifi_checkpoints=nifi["nifi_checkpoints"],
+        nifi_state_changes=nifi["nifi_state_changes"],
     )
