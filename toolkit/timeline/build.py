@@ -290,6 +290,16 @@ def _run_ends(runs: DataFrame) -> DataFrame:
 
 def state_intervals(events: DataFrame, runs: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(thread_states, client_states) from ``State transition from X to Y`` lines."""
+    return _split_states(_state_changes(events, runs))
+
+
+def _split_states(iv: DataFrame) -> tuple[DataFrame, DataFrame]:
+    return (_conform(iv.where("kind != 'client'"), "thread_states"),
+            _conform(iv.where("kind = 'client'"), "client_states"))
+
+
+def _state_changes(events: DataFrame, runs: DataFrame) -> DataFrame:
+    """Every state interval of threads, clients and global threads (both state tables are cut from it)."""
     base = events.where(f"{_is(('THREAD_STATE', 'CLIENT_STATE', 'GLOBAL_THREAD_STATE'))} AND to_state IS NOT NULL")
     base = base.selectExpr(
         "host", "run_id", "ts", "source", "line_no", "from_state", "to_state AS state",
@@ -297,9 +307,7 @@ def state_intervals(events: DataFrame, runs: DataFrame) -> tuple[DataFrame, Data
         " ELSE 'thread' END AS kind",
         "coalesce(CASE WHEN event = 'CLIENT_STATE' THEN client_id END, stream_thread, thread) AS thread",
     )
-    iv = _intervals(base, ["host", "run_id", "kind", "thread"], _run_ends(runs)).withColumnRenamed("ts", "start")
-    return (_conform(iv.where("kind != 'client'"), "thread_states"),
-            _conform(iv.where("kind = 'client'"), "client_states"))
+    return _intervals(base, ["host", "run_id", "kind", "thread"], _run_ends(runs)).withColumnRenamed("ts", "start")
 
 
 # --------------------------------------------------------------------------- tasks
@@ -387,22 +395,20 @@ def locks(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
         F.expr("max(struct(o.start AS since, o.stream_thread AS holder)) AS _h"))
     holders = holders.selectExpr("host", "run_id", "task_id", "ts", "thread", "source", "line_no",
                                  "_h.holder AS holder_thread", "_h.since AS holder_since")
-    # Release: the holder's next closing phase of the task; acquisition: the waiter's next phase.
-    lc = lifecycles.alias("l")
-    h = holders.alias("h")
+    # Release: the holder's next closing phase of the task; acquisition: the waiter's next phase. Both from one
+    # join of the task's later phases.
     same_task = "h.host = l.host AND h.run_id = l.run_id AND h.task_id = l.task_id"
-    holder_closes = (f"{same_task} AND l.stream_thread = h.holder_thread AND l.phase IN"
-                     " ('closed-clean', 'closed-dirty', 'suspended', 'recycled', 'migrated') AND l.start >= h.ts")
-    waiter_moves = (f"{same_task} AND l.stream_thread = h.thread AND l.start > h.ts"
-                    " AND NOT l.phase IN ('assigned', 'created')")
-    release = h.join(lc, F.expr(holder_closes), "left").groupBy(
-        "h.host", "h.run_id", "h.task_id", "h.ts", "h.thread").agg(F.expr("min(l.start) AS released"))
-    acquire = h.join(lc, F.expr(waiter_moves), "left").groupBy(
-        "h.host", "h.run_id", "h.task_id", "h.ts", "h.thread").agg(F.expr("min(l.start) AS acquired"))
+    holder_closes = ("(l.stream_thread = h.holder_thread AND l.phase IN"
+                     " ('closed-clean', 'closed-dirty', 'suspended', 'recycled', 'migrated') AND l.start >= h.ts)")
+    waiter_moves = "(l.stream_thread = h.thread AND l.start > h.ts AND NOT l.phase IN ('assigned', 'created'))"
+    later = holders.alias("h").join(
+        lifecycles.alias("l"), F.expr(f"{same_task} AND ({holder_closes} OR {waiter_moves})"), "left"
+    ).groupBy("h.host", "h.run_id", "h.task_id", "h.ts", "h.thread").agg(*_exprs(
+        f"min(CASE WHEN {holder_closes} THEN l.start END) AS released",
+        f"min(CASE WHEN {waiter_moves} THEN l.start END) AS acquired"))
     keys = ["host", "run_id", "task_id", "ts", "thread"]
-    detail = holders.join(release, keys, "left").join(acquire, keys, "left")
-    detail = detail.selectExpr(*keys, "holder_thread", "holder_since", "released",
-                               "unix_millis(acquired) - unix_millis(released) AS handoff_ms")
+    detail = holders.join(later, keys, "left").selectExpr(
+        *keys, "holder_thread", "holder_since", "released", "unix_millis(acquired) - unix_millis(released) AS handoff_ms")
     out = lk.join(detail, keys, "left")
     return _conform(out, "locks")
 
@@ -678,7 +684,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     spans = run_spans(events, run_bounds)
     runs = process_runs(events, config, run_bounds, spans=spans)
     lifecycles = task_lifecycles(events, spans)
-    thread_states, client_states = state_intervals(events, spans)
+    thread_states, client_states = _split_states(_state_changes(events, spans))
     gens = generations(events)
     nifi = nifi_tables(events, state, runs)
     return Timeline(

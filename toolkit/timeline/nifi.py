@@ -166,13 +166,15 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
         f"{_millis_to_ts('_listing_before')} AS listing_before", f"{_millis_to_ts('_listing')} AS listing_after",
         f"{detail} AS detail", "file_mtime", "source",
     )
-    # 1.x state next to a 2.x write-ahead log: 2.x never reads the 1.x files (no migration in the source).
-    current = records.where("current AND update_type != 'DELETE'")
-    v1 = current.where("version_hint = '1.x'")
-    v2_sources = records.where("version_hint = '2.x'").select("host", "source").distinct()
-    v2_components = records.where("version_hint = '2.x'").select("host", "source", "component_id").distinct()
-    lost = (v1.join(v2_sources, ["host", "source"], "inner").join(v2_components, ["host", "source", "component_id"],
-                                                                  "left_anti")
+    # 1.x state next to a 2.x write-ahead log: 2.x never reads the 1.x files (no migration in the source). A
+    # component's current 1.x record is lost when its capture has 2.x records, none of them the component's.
+    has_v2 = "max(CASE WHEN version_hint = '2.x' THEN 1 ELSE 0 END) OVER"
+    v1 = records.selectExpr(
+        "*", f"{has_v2} (PARTITION BY host, source) = 1 AS _v2_capture",
+        f"{has_v2} (PARTITION BY host, source, component_id) = 1 AS _v2_component",
+    ).where("current AND update_type != 'DELETE' AND version_hint = '1.x'")
+    lost = (v1.where("host IS NOT NULL AND source IS NOT NULL AND _v2_capture"
+                     " AND NOT (component_id IS NOT NULL AND _v2_component)")
             .selectExpr("host", "component_id", "coalesce(capture_time, file_mtime) AS ts",
                         "'not_carried_over' AS kind", "'capture' AS origin", "state_version",
                         "entry_count AS entries_before", "0 AS entries_after",
