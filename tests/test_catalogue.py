@@ -30,6 +30,30 @@ def _sample_records(spark):
     return spark.createDataFrame(rows, RECORD_SCHEMA), owners
 
 
+def test_catalogue_is_read_once_and_every_call_gets_its_own_list():
+    first, second = load_templates(), load_templates()
+    assert first == second == TEMPLATES
+    assert first is not second
+    first.clear()
+    assert load_templates() == TEMPLATES
+    extra = templates_from_toml('''
+[[template]]
+id = "site.extra.line"
+product = "kafka-streams"
+logger = "Site"
+level = "INFO"
+literal = "site extra line"
+pattern = '^site extra line$'
+event = "SITE_EXTRA"
+versions = "3.0-4.3"
+samples = ["site extra line"]
+reference = "site"
+''')
+    with_extra = load_templates(extra)
+    assert sorted(t.id for t in with_extra) == sorted([t.id for t in TEMPLATES] + ["site.extra.line"])
+    assert load_templates() == TEMPLATES
+
+
 def test_catalogue_is_large_unique_and_covers_every_product():
     assert len(TEMPLATES) >= 150
     assert len({t.id for t in TEMPLATES}) == len(TEMPLATES)

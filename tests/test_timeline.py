@@ -156,6 +156,36 @@ def test_for_task_and_between(analysis_of):
     assert set(summary["table"]) >= {"process_runs", "restorations", "checkpoints", "clock_skew"}
 
 
+def test_nifi_tables_are_built_once_and_carried_by_every_derived_timeline(analysis_of, monkeypatch):
+    """The build derives the NiFi tables with the others; a reloaded, filtered or corrected timeline keeps them."""
+    import toolkit.timeline.build as timeline_build
+    import toolkit.timeline.nifi as nifi
+    from toolkit.pipeline import _reload
+    from toolkit.timeline.build import build
+
+    analysis = analysis_of("nifi-kinesis-migration-loss")
+    built_tables = []
+    original = nifi.nifi_tables
+    for module in (nifi, timeline_build):
+        monkeypatch.setattr(module, "nifi_tables", lambda *a, **k: built_tables.append(1) or original(*a, **k))
+    tl = build(analysis.timeline.events, analysis.timeline.state, analysis.timeline.config)
+    assert len(built_tables) == 1
+    derived = [_reload(tl.spark, tl, analysis.out_dir), tl.for_task("0_0"),
+               tl.between("2026-03-07T10:00:00", "2026-03-07T11:00:00"), tl.corrected_for_clock_skew()]
+    assert len(built_tables) == 1
+    assert all(d.nifi_checkpoints is not None and d.nifi_state_changes is not None for d in derived)
+    assert derived[0].nifi_checkpoints.count() == tl.nifi_checkpoints.count()
+
+
+def test_template_version_map_holds_every_template_version_row(spark):
+    from toolkit.events.versions import template_version_map, template_version_rows, template_versions
+
+    (row,) = spark.range(1).selectExpr(f"{template_version_map()} AS versions").collect()
+    rows = template_version_rows()
+    assert row.versions == {tid: f"{family}/{lo}/{hi}" for tid, family, lo, hi in rows}
+    assert sorted(map(tuple, template_versions(spark).collect())) == sorted(rows)
+
+
 def _version_key(text: str) -> tuple[int, int]:
     major, minor = text.split(".")[:2]
     return int(major), int(minor)

@@ -31,6 +31,7 @@ Adding a template needs no code: add an entry with a real sample and run the cat
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -296,16 +297,24 @@ def catalogue_files() -> list[str]:
     )
 
 
-def load_templates(extra: Iterable[Template] = ()) -> list[Template]:
-    """All catalogue templates, validated, in matching order (priority first, then file order).
-
-    ``extra`` templates (e.g. site-specific ones) are appended before ordering.
-    """
+@functools.cache
+def _shipped_templates() -> tuple[Template, ...]:
+    """The shipped template files, parsed and validated once per process (package data never changes while
+    it runs; parsing and validating every template takes a noticeable fraction of a second)."""
     root = resources.files(__name__)
     templates: list[Template] = []
     for name in catalogue_files():
         templates.extend(templates_from_toml(root.joinpath(name).read_text(encoding="utf-8"), name))
-    templates.extend(extra)
+    return tuple(templates)
+
+
+def load_templates(extra: Iterable[Template] = ()) -> list[Template]:
+    """All catalogue templates, validated, in matching order (priority first, then file order).
+
+    ``extra`` templates (e.g. site-specific ones) are appended before ordering. The shipped files are read
+    once per process; every call returns a new list (templates are frozen, the list is the caller's).
+    """
+    templates = [*_shipped_templates(), *extra]
     seen: set[str] = set()
     for t in templates:
         if t.id in seen:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from functools import reduce
+from typing import Iterable
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 # Run markers: a JVM start. Strong ones are logged once per start; `Kafka version` is logged once per
@@ -18,12 +21,15 @@ _STRONG_START = (
 _WEAK_START = r"^Kafka version ?: "
 
 
-def _marker_kind(message: Column) -> Column:
-    """Which strong start marker a message is (null when none): one kind is logged once per start."""
-    return (F.when(message.rlike(r"^StreamsConfig values:"), F.lit("config"))
-            .when(message.rlike(r"^(?:stream-client \[[^\]]*\] ?)?Kafka Streams version: "), F.lit("version"))
-            .when(message.rlike(r"^stream-client \[[^\]]*\] ?State transition from CREATED to "), F.lit("created"))
-            .when(message.rlike(r"^(?:Starting NiFi \S+ using Java |Launching NiFi\.\.\.)"), F.lit("nifi")))
+#: Which strong start marker a message is: one kind is logged once per start.
+_MARKER_KINDS = (
+    (r"^StreamsConfig values:", "config"),
+    (r"^(?:stream-client \[[^\]]*\] ?)?Kafka Streams version: ", "version"),
+    (r"^stream-client \[[^\]]*\] ?State transition from CREATED to ", "created"),
+    (r"^(?:Starting NiFi \S+ using Java |Launching NiFi\.\.\.)", "nifi"),
+)
+#: The client prefix a ``Kafka version`` banner may carry.
+_CLIENT_PREFIX = r"^(?:stream-client \[[^\]]*\] ?)"
 
 
 #: Threads a JVM starts on (the lines before the Kafka Streams start markers belong to the new run).
@@ -37,11 +43,27 @@ STARTUP_SILENCE_SECONDS = 5
 NIFI_BOOTSTRAP_LOGGER = r"^(?:org\.apache\.nifi\.bootstrap|o\.a\.n\.b)\."
 
 
+def _sql_str(value: str) -> str:
+    """A Spark SQL string literal (the SQL parser processes backslash escapes)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _chain(operator: str, *terms: str) -> str:
+    """SQL: ``terms`` joined by ``operator`` (AND, OR), grouped from the left as written (the SQL parser would
+    balance a longer chain, which evaluates the conditions in another order)."""
+    return reduce(lambda left, right: f"({left} {operator} {right})", terms)
+
+
+def nifi_bootstrap_condition(columns: Iterable[str]) -> str:
+    """SQL text of :func:`is_nifi_bootstrap` for a frame with these columns."""
+    by_logger = f"logger RLIKE {_sql_str(NIFI_BOOTSTRAP_LOGGER)}" if "logger" in columns else "false"
+    by_template = "startswith(template_id, 'nifi.bootstrap.')" if "template_id" in columns else "false"
+    return f"(coalesce({by_logger}, false) OR coalesce({by_template}, false))"
+
+
 def is_nifi_bootstrap(df: DataFrame) -> Column:
     """True on rows NiFi's bootstrap process logged (by logger, or by template on events without one)."""
-    by_logger = F.col("logger").rlike(NIFI_BOOTSTRAP_LOGGER) if "logger" in df.columns else F.lit(False)
-    by_template = F.col("template_id").startswith("nifi.bootstrap.") if "template_id" in df.columns else F.lit(False)
-    return F.coalesce(by_logger, F.lit(False)) | F.coalesce(by_template, F.lit(False))
+    return F.expr(nifi_bootstrap_condition(df.columns))
 
 
 def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds: int = 5) -> DataFrame:
@@ -62,84 +84,74 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     the marker that follows a silence of ``STARTUP_SILENCE_SECONDS``. Other rows before the first marker get run 0. Rows without ``ts`` take
     the last known ``ts`` of their file for ordering.
     """
-    by_file = Window.partitionBy("host", "source").orderBy("line_no").rowsBetween(Window.unboundedPreceding, 0)
-    body = F.regexp_replace(F.col("message"), r"^(?:stream-client \[[^\]]*\] ?)", "")
-    strong = F.coalesce(F.col("message").rlike(_STRONG_START), F.lit(False))
-    weak = F.coalesce(body.rlike(_WEAK_START), F.lit(False))
+    # Expressions are SQL text: building one makes a single round trip to the JVM, not several per Column operator.
+    order_by = "ORDER BY _order_ts ASC NULLS FIRST, source, line_no"
+    order = f"PARTITION BY host {order_by}"
+    so_far = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    before = f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+    body = f"regexp_replace(message, {_sql_str(_CLIENT_PREFIX)}, '')"
+    marker_kind = "CASE " + " ".join(f"WHEN message RLIKE {_sql_str(p)} THEN '{k}'" for p, k in _MARKER_KINDS) + " END"
     marked = (
-        df.withColumn("_order_ts", F.coalesce(F.col("ts"), F.last("ts", ignorenulls=True).over(by_file)))
-        .withColumn("_strong", strong)
-        .withColumn("_weak", weak)
-        .withColumn("_host_has_strong", F.max(F.col("_strong").cast("int")).over(Window.partitionBy("host")) == 1)
-        .withColumn("_marker", F.col("_strong") | (F.col("_weak") & ~F.col("_host_has_strong")))
-        .withColumn("_kind", F.when(F.col("_strong"), F.coalesce(_marker_kind(F.col("message")), F.lit("other"))))
+        df.withColumn("_order_ts", F.expr(
+            f"coalesce(ts, last(ts, true) OVER (PARTITION BY host, source ORDER BY line_no {so_far}))"))
+        .withColumn("_strong", F.expr(f"coalesce(message RLIKE {_sql_str(_STRONG_START)}, false)"))
+        .withColumn("_weak", F.expr(f"coalesce({body} RLIKE {_sql_str(_WEAK_START)}, false)"))
+        .withColumn("_host_has_strong", F.expr("max(CAST(_strong AS INT)) OVER (PARTITION BY host) = 1"))
+        .withColumn("_marker", F.expr("_strong OR (_weak AND NOT _host_has_strong)"))
+        .withColumn("_kind", F.expr(f"CASE WHEN _strong THEN coalesce({marker_kind}, 'other') END"))
     )
-    order = Window.partitionBy("host").orderBy(F.col("_order_ts").asc_nulls_first(), "source", "line_no")
-    before = order.rowsBetween(Window.unboundedPreceding, -1)
-    markers_only = F.when(F.col("_marker"), F.col("_order_ts"))
-    previous_marker_ts = F.last(markers_only, ignorenulls=True).over(before)
-    any_marker_before = F.max(F.col("_marker").cast("int")).over(before)
-    gap = F.col("_order_ts").cast("double") - previous_marker_ts.cast("double")
-    same_kind = Window.partitionBy("host", "_kind").orderBy(F.col("_order_ts").asc_nulls_first(), "source", "line_no")
-    previous_same_kind = F.lag("_order_ts").over(same_kind)
-    since_same_kind = F.col("_order_ts").cast("double") - previous_same_kind.cast("double")
+    previous_marker_ts = f"last(CASE WHEN _marker THEN _order_ts END, true) OVER ({before})"
+    any_marker_before = f"max(CAST(_marker AS INT)) OVER ({before})"
+    gap = f"CAST(_order_ts AS DOUBLE) - CAST({previous_marker_ts} AS DOUBLE)"
+    previous_same_kind = f"lag(_order_ts) OVER (PARTITION BY host, _kind {order_by})"
+    since_same_kind = f"CAST(_order_ts AS DOUBLE) - CAST({previous_same_kind} AS DOUBLE)"
     # The same kind again within the start-up window: a second start (a quick restart). Further apart, the
     # gap rule decides (a slow start-up may print its kinds seconds apart).
-    repeated = (F.col("_kind").isNotNull() & previous_same_kind.isNotNull()
-                & (since_same_kind > same_start_seconds) & (since_same_kind <= startup_gap_seconds))
-    candidate = F.col("_marker") & (
-        F.coalesce(any_marker_before, F.lit(0)).eqNullSafe(0)
-        | previous_marker_ts.isNull()
-        | F.col("_order_ts").isNull()
-        | (gap > startup_gap_seconds)
-        | F.coalesce(repeated, F.lit(False))
-    )
-    marked = marked.withColumn("_candidate", candidate)
+    repeated = _chain("AND", "_kind IS NOT NULL", f"{previous_same_kind} IS NOT NULL",
+                      f"{since_same_kind} > {same_start_seconds}", f"{since_same_kind} <= {startup_gap_seconds}")
+    candidate = _chain("OR", f"coalesce({any_marker_before}, 0) <=> 0", f"{previous_marker_ts} IS NULL",
+                       "_order_ts IS NULL", f"{gap} > {startup_gap_seconds}", f"coalesce({repeated}, false)")
+    marked = marked.withColumn("_candidate", F.expr(f"_marker AND {candidate}"))
     # Several markers of one start (config dump, version banner, CREATED) open one run, not three.
-    previous_candidate_ts = F.last(F.when(F.col("_candidate"), F.col("_order_ts")), ignorenulls=True).over(before)
-    starts_run = F.col("_candidate") & (
-        previous_candidate_ts.isNull() | F.col("_order_ts").isNull()
-        | (F.col("_order_ts").cast("double") - previous_candidate_ts.cast("double") > same_start_seconds))
-    result = marked.withColumn("_starts_run", starts_run).withColumn(
-        "run_no", F.sum(F.col("_starts_run").cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0)).cast("int")
-    )
+    previous_candidate_ts = f"last(CASE WHEN _candidate THEN _order_ts END, true) OVER ({before})"
+    starts_run = (f"_candidate AND ({previous_candidate_ts} IS NULL OR _order_ts IS NULL"
+                  f" OR CAST(_order_ts AS DOUBLE) - CAST({previous_candidate_ts} AS DOUBLE) > {same_start_seconds})")
+    result = marked.withColumn("_starts_run", F.expr(starts_run)).withColumn(
+        "run_no", F.expr(f"CAST(sum(CAST(_starts_run AS INT)) OVER ({order} {so_far}) AS INT)"))
     # A JVM prints on its "main" thread before the first marker (framework banners, "Starting ... with PID");
     # those lines open the next run rather than close the previous one.
     # "The nearest such row after this one" as a running frame over the reversed order: Spark recomputes a frame
     # that ends at UNBOUNDED FOLLOWING for every row (quadratic in a host's lines), a growing one it does not.
-    reverse = Window.partitionBy("host").orderBy(F.col("_order_ts").desc_nulls_last(), F.col("source").desc(),
-                                                 F.col("line_no").desc())
-    after = reverse.rowsBetween(Window.unboundedPreceding, -1)
-    boot = is_nifi_bootstrap(df)
-    main = F.coalesce(F.lower(F.col("thread")).isin(*STARTUP_THREADS), F.lit(False)) if "thread" in df.columns \
-        else F.lit(False)
-    main = main & ~boot
-    result = result.withColumn("_main", main)
-    next_start = F.last(F.when(F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
-    next_other = F.last(F.when(~F.col("_main") & ~F.col("_starts_run"), F.col("_order_ts")), ignorenulls=True).over(after)
-    next_start_row = F.last(F.when(F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
-                            ignorenulls=True).over(after)
-    next_other_row = F.last(F.when(~F.col("_main") & ~F.col("_starts_run"), F.struct("_order_ts", "source", "line_no")),
-                            ignorenulls=True).over(after)
-    soon = next_start.isNotNull() & (next_start.cast("double") - F.col("_order_ts").cast("double") <= STARTUP_BURST_SECONDS)
-    by_main_thread = (F.col("_main") & ~F.col("_starts_run") & soon
-                      & (next_other.isNull() | (next_other_row >= next_start_row)))
+    after = ("PARTITION BY host ORDER BY _order_ts DESC NULLS LAST, source DESC, line_no DESC"
+             " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING")
+    boot = nifi_bootstrap_condition(df.columns)
+    main = (f"coalesce(lower(thread) IN ({', '.join(_sql_str(t) for t in STARTUP_THREADS)}), false)"
+            if "thread" in df.columns else "false")
+    result = result.withColumn("_main", F.expr(f"{main} AND NOT {boot}"))
+    other = "NOT _main AND NOT _starts_run"
+    next_start = f"last(CASE WHEN _starts_run THEN _order_ts END, true) OVER ({after})"
+    next_other = f"last(CASE WHEN {other} THEN _order_ts END, true) OVER ({after})"
+    next_start_row = f"last(CASE WHEN _starts_run THEN struct(_order_ts, source, line_no) END, true) OVER ({after})"
+    next_other_row = f"last(CASE WHEN {other} THEN struct(_order_ts, source, line_no) END, true) OVER ({after})"
+    soon = (f"({next_start} IS NOT NULL"
+            f" AND CAST({next_start} AS DOUBLE) - CAST(_order_ts AS DOUBLE) <= {STARTUP_BURST_SECONDS})")
+    by_main_thread = _chain("AND", "_main", "NOT _starts_run", soon,
+                            f"({next_other} IS NULL OR {next_other_row} >= {next_start_row})")
     # Layouts without a thread: the burst of lines right before the marker, after a silence, is the new JVM's.
-    silence = (F.col("_order_ts").cast("double")
-               - F.lag("_order_ts").over(order).cast("double")) >= STARTUP_SILENCE_SECONDS
-    result = result.withColumn("_burst", F.sum(F.coalesce(silence, F.lit(True)).cast("int")).over(
-        order.rowsBetween(Window.unboundedPreceding, 0)))
-    next_start_burst = F.last(F.when(F.col("_starts_run"), F.col("_burst")), ignorenulls=True).over(after)
-    no_thread = F.col("thread").isNull() if "thread" in df.columns else F.lit(True)
-    by_burst = no_thread & ~F.col("_starts_run") & soon & (next_start_burst == F.col("_burst"))
-    opens_next = by_main_thread | F.coalesce(by_burst, F.lit(False))
-    result = result.withColumn("run_no", F.when(opens_next, F.col("run_no") + 1).otherwise(F.col("run_no")))
+    silence = (f"(CAST(_order_ts AS DOUBLE) - CAST(lag(_order_ts) OVER ({order}) AS DOUBLE))"
+               f" >= {STARTUP_SILENCE_SECONDS}")
+    result = result.withColumn("_burst", F.expr(f"sum(CAST(coalesce({silence}, true) AS INT)) OVER ({order} {so_far})"))
+    next_start_burst = f"last(CASE WHEN _starts_run THEN _burst END, true) OVER ({after})"
+    no_thread = "thread IS NULL" if "thread" in df.columns else "true"
+    by_burst = _chain("AND", no_thread, "NOT _starts_run", soon, f"{next_start_burst} = _burst")
+    opens_next = f"{by_main_thread} OR coalesce({by_burst}, false)"
+    result = result.withColumn("run_no", F.expr(f"CASE WHEN {opens_next} THEN run_no + 1 ELSE run_no END"))
     # NiFi's bootstrap launches the first run before that run's first line: its lines go with the run in
     # progress, or with the first run when none is yet.
-    host_has_marker = F.max(F.col("_marker").cast("int")).over(Window.partitionBy("host")) == 1
-    result = result.withColumn("run_no", F.when(boot & (F.col("run_no") == 0) & host_has_marker, F.lit(1))
-                               .otherwise(F.col("run_no")))
-    result = result.withColumn("run_id", F.concat_ws("#", F.coalesce(F.col("host"), F.lit("?")), F.col("run_no").cast("string")))
+    host_has_marker = "max(CAST(_marker AS INT)) OVER (PARTITION BY host) = 1"
+    result = result.withColumn("run_no", F.expr(
+        f"CASE WHEN {boot} AND run_no = 0 AND {host_has_marker} THEN 1 ELSE run_no END"))
+    result = result.withColumn("run_id", F.expr("concat_ws('#', coalesce(host, '?'), CAST(run_no AS STRING))"))
     return result.drop("_order_ts", "_strong", "_weak", "_host_has_strong", "_marker", "_starts_run", "_kind",
                        "_candidate", "_main", "_burst")
 
@@ -154,23 +166,22 @@ def run_bounds(records: DataFrame) -> DataFrame:
     """
     # Lines no layout understands are not the application's (a supervisor's "Main process exited", a shell
     # prompt in a pasted log): they neither extend nor open a run.
-    parsed = F.col("layout").isNull() | (F.col("layout") != "unparsed") if "layout" in records.columns else F.lit(True)
+    parsed = "(layout IS NULL OR layout != 'unparsed')" if "layout" in records.columns else "true"
     keep = [c for c in ("host", "source", "line_no", "ts", "thread", "message") if c in records.columns]
     # NiFi's bootstrap is another JVM that outlives the application (it logs the launch before and the
     # termination after): its lines neither open, extend nor end the application's run.
-    parsed = parsed & ~is_nifi_bootstrap(records)
-    base = records.where(F.col("host").isNotNull() & parsed).select(*keep)
-    file_end = base.groupBy("host", "source").agg(F.max("line_no").alias("_file_last"))
-    tagged = tag_runs(base).where(F.col("ts").isNotNull())
-    per_run = tagged.groupBy("host", "run_no", "run_id").agg(
-        F.min("ts").alias("first_ts"),
-        F.min(F.struct("ts", "line_no", "source")).alias("_first"),
-        F.max(F.struct("ts", "line_no", "source", F.substring_index("message", "\n", 1).alias("text"))).alias("_last"),
-        F.count(F.lit(1)).alias("lines"),
-    )
-    out = per_run.select("host", "run_no", "run_id", "first_ts", F.col("_first.source").alias("first_source"),
-                         F.col("_last.ts").alias("last_ts"),
-                         F.col("_last.source").alias("last_source"), F.col("_last.line_no").alias("last_line_no"),
-                         F.col("_last.text").alias("last_text"), "lines")
+    parsed = f"({parsed} AND NOT {nifi_bootstrap_condition(records.columns)})"
+    base = records.where(f"host IS NOT NULL AND {parsed}").select(*keep)
+    file_end = base.groupBy("host", "source").agg(F.expr("max(line_no) AS _file_last"))
+    tagged = tag_runs(base).where("ts IS NOT NULL")
+    per_run = tagged.groupBy("host", "run_no", "run_id").agg(*[F.expr(e) for e in (
+        "min(ts) AS first_ts",
+        "min(struct(ts, line_no, source)) AS _first",
+        "max(struct(ts, line_no, source, substring_index(message, '\\n', 1) AS text)) AS _last",
+        "count(1) AS lines",
+    )])
+    out = per_run.selectExpr("host", "run_no", "run_id", "first_ts", "_first.source AS first_source",
+                             "_last.ts AS last_ts", "_last.source AS last_source", "_last.line_no AS last_line_no",
+                             "_last.text AS last_text", "lines")
     out = out.join(file_end.withColumnRenamed("source", "last_source"), ["host", "last_source"], "left")
-    return out.withColumn("last_of_file", F.col("last_line_no") == F.col("_file_last")).drop("_file_last")
+    return out.withColumn("last_of_file", F.expr("last_line_no = _file_last")).drop("_file_last")

@@ -7,6 +7,7 @@ tells which release lines each run's lines were printed by.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -38,14 +39,9 @@ def version_key(text: str, upper: bool) -> int:
     return int(major) * 100 + int(minor.split(".")[0])
 
 
-def template_versions(spark: SparkSession, templates: Sequence[Template] | None = None) -> DataFrame:
-    """template_id, family (``kafka`` / ``nifi``), lowest and highest version key of each catalogue template.
-
-    A range ending at the newest release checked (:data:`NEWEST_CHECKED`) is open (:data:`OPEN_KEY`);
-    templates whose version text cannot be read are left out.
-    """
+def _version_rows(templates: Sequence[Template]) -> list[tuple[str, str, int, int]]:
     rows = []
-    for t in load_templates() if templates is None else templates:
+    for t in templates:
         family = "nifi" if t.product == "nifi" else "kafka"
         lo_text, _, hi_text = t.versions.partition("-")
         hi_text = hi_text or lo_text
@@ -57,4 +53,40 @@ def template_versions(spark: SparkSession, templates: Sequence[Template] | None 
         if hi == newest[0] * 100 + newest[1]:
             hi = OPEN_KEY
         rows.append((t.id, family, lo, hi))
-    return spark.createDataFrame(rows, TEMPLATE_VERSIONS_SCHEMA)
+    return rows
+
+
+@functools.cache
+def _shipped_version_rows() -> tuple[tuple[str, str, int, int], ...]:
+    """The shipped catalogue's rows, worked out once per process (the catalogue is immutable package data)."""
+    return tuple(_version_rows(load_templates()))
+
+
+def template_version_rows(templates: Sequence[Template] | None = None) -> list[tuple[str, str, int, int]]:
+    """(template_id, family, lowest, highest version key) of each template whose version text can be read
+    (default: the shipped catalogue); the rows of :func:`template_versions`."""
+    return list(_shipped_version_rows()) if templates is None else _version_rows(templates)
+
+
+def template_versions(spark: SparkSession, templates: Sequence[Template] | None = None) -> DataFrame:
+    """template_id, family (``kafka`` / ``nifi``), lowest and highest version key of each catalogue template.
+
+    A range ending at the newest release checked (:data:`NEWEST_CHECKED`) is open (:data:`OPEN_KEY`);
+    templates whose version text cannot be read are left out.
+    """
+    return spark.createDataFrame(template_version_rows(templates), TEMPLATE_VERSIONS_SCHEMA)
+
+
+@functools.cache
+def template_version_map() -> str:
+    """SQL text: a map from template id to ``family/lo/hi`` for the shipped catalogue (the rows of
+    :func:`template_versions`, looked up without a join).
+
+    One string literal parsed by ``str_to_map`` (the optimizer folds it once): a literal map of several
+    hundred entries costs the analyzer noticeable time in every plan that holds it.
+    """
+    rows = _shipped_version_rows()
+    if any(ch in tid for tid, *_ in rows for ch in ",=/'\\"):
+        raise ValueError("template ids must not contain , = / ' or \\")
+    text = ",".join(f"{tid}={family}/{lo}/{hi}" for tid, family, lo, hi in rows)
+    return f"str_to_map('{text}', ',', '=')"

@@ -64,8 +64,9 @@ class Timeline:
     migration_steps: DataFrame
     clock_skew: DataFrame
     notes: list[str] = field(default_factory=list)
-    #: NiFi repository checkpoints/restores and component-state changes (``toolkit.timeline.nifi``); derived
-    #: from ``events`` and ``state`` when not given.
+    #: NiFi repository checkpoints/restores and component-state changes (``toolkit.timeline.nifi``). The build
+    #: derives them with the other tables, and every timeline made from this one carries them over; derived
+    #: from ``events`` and ``state`` here only when a caller builds a Timeline without them.
     nifi_checkpoints: DataFrame | None = None
     nifi_state_changes: DataFrame | None = None
 

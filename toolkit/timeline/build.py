@@ -2,68 +2,54 @@
 
 Every function here is a pure DataFrame transformation (window functions, joins, aggregates):
 no loops over events on the driver. The input ``events`` carry ``run_id`` (see
-``toolkit.events.tag_runs``) and the typed fields of ``toolkit.events.classify``.
+``toolkit.events.tag_runs``) and the typed fields of ``toolkit.events.classify``. Expressions are
+SQL text (see :mod:`toolkit.timeline.sql`: one round trip to the JVM per projection, not per column).
 """
 
 from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from toolkit.events import is_nifi_bootstrap
-from toolkit.events.versions import KNOWN_LINES, template_versions
+from toolkit.events.runs import nifi_bootstrap_condition
+from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
+from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
+from toolkit.timeline.sql import conform, sql_list, sql_map, sql_str
 
 # --------------------------------------------------------------------------- helpers
 
 
 def _conform(df: DataFrame, name: str) -> DataFrame:
     """Select exactly the schema's columns (missing ones as typed nulls), in order."""
-    schema = TABLES[name]
-    cols = []
-    for f in schema.fields:
-        cols.append(F.col(f.name).cast(f.dataType).alias(f.name) if f.name in df.columns
-                    else F.lit(None).cast(f.dataType).alias(f.name))
-    return df.select(*cols)
+    return conform(df, TABLES[name])
 
 
-def _empty(spark, name: str) -> DataFrame:
-    return spark.createDataFrame([], TABLES[name])
-
-
-def _is(event: str | tuple[str, ...]) -> Column:
-    """The row's event is one of these, or lists one of them in ``also_events``."""
+def _is(event: str | tuple[str, ...]) -> str:
+    """SQL: the row's event is one of these, or lists one of them in ``also_events``."""
     names = (event,) if isinstance(event, str) else event
-    main = F.col("event").isin(list(names))
-    also = reduce(lambda a, b: a | b, [F.coalesce(F.array_contains("also_events", n), F.lit(False)) for n in names])
-    return main | also
+    also = " OR ".join(f"coalesce(array_contains(also_events, {sql_str(n)}), false)" for n in names)
+    return f"(event IN ({sql_list(names)}) OR ({also}))"
 
 
-def _first_line(col: str = "message") -> Column:
-    return F.substring_index(F.col(col), "\n", 1)
+def _exprs(*texts: str) -> list:
+    """Columns from SQL text (for ``agg`` and ``groupBy``, which take no text of their own)."""
+    return [F.expr(t) for t in texts]
+
+
+#: SQL: the first line of the message.
+FIRST_LINE = "substring_index(message, '\\n', 1)"
 
 
 def _explode_partitions(df: DataFrame) -> DataFrame:
     """One row per changelog partition: list-valued lines (checkpoint maps) become several rows."""
-    item = F.explode_outer(F.when(F.size("partitions") > 1, F.col("partitions")))
-    df = df.withColumn("_p", item)
-    return (
-        df.withColumn("topic", F.coalesce(F.col("_p.topic"), F.col("topic")))
-        .withColumn("partition", F.coalesce(F.col("_p.partition"), F.col("partition")))
-        .withColumn("offset", F.coalesce(F.col("_p.offset"), F.col("offset")))
-        .withColumn("end_offset", F.coalesce(F.col("_p.end_offset"), F.col("end_offset")))
-        .withColumn("records", F.coalesce(F.col("_p.records"), F.col("records")))
-        .drop("_p")
-    )
-
-
-def _run_config(config: DataFrame | None, key: str) -> DataFrame | None:
-    if config is None:
-        return None
-    return config.where(F.col("key") == key).groupBy("run_id").agg(F.first("value", ignorenulls=True).alias(key))
+    df = df.selectExpr("*", "explode_outer(CASE WHEN size(partitions) > 1 THEN partitions END) AS _p")
+    return df.withColumns({
+        name: F.expr(f"coalesce(_p.{name}, {name})") for name in ("topic", "partition", "offset", "end_offset", "records")
+    }).drop("_p")
 
 
 # --------------------------------------------------------------------------- process runs
@@ -74,17 +60,87 @@ ERROR_STOP = ("CLIENT_ERROR", "APP_SHUTDOWN_REQUESTED", "NIFI_START_FAILED")
 #: (REPLACE_THREAD, or the other threads kept going).
 THREAD_DIED = ("UNCAUGHT_EXCEPTION",)
 _ROTATION_INDEX = r"\.(\d+)(?:\.gz)?$"
+_ERROR_WORD = r"\bERROR\b"
+
+#: Per-run settings read from the configuration dump: (key, column, SQL type).
+RUN_SETTINGS = (
+    ("processing.guarantee", "guarantee", "string"), ("commit.interval.ms", "commit_interval_ms", "bigint"),
+    ("num.standby.replicas", "num_standby_replicas", "int"), ("num.stream.threads", "num_stream_threads", "int"),
+    ("state.dir", "state_dir", "string"), ("state.cleanup.delay.ms", "state_cleanup_delay_ms", "bigint"),
+    ("group.instance.id", "group_instance_id", "string"), ("application.id", "_config_app_id", "string"),
+)
 
 
-def _rotation(source: Column) -> tuple[Column, Column]:
-    """(file name without its rotation index, the index: 0 for the live file, n for ``app.log.n[.gz]``)."""
-    inner = F.regexp_replace(source, r"^.*!/", "")
-    digits = F.regexp_extract(inner, _ROTATION_INDEX, 1)
-    index = F.when(digits == "", F.lit(0)).otherwise(digits.cast("int"))
-    return F.regexp_replace(inner, _ROTATION_INDEX, ""), index
+def _rotation(source: str) -> tuple[str, str]:
+    """SQL: (file name without its rotation index, the index: 0 for the live file, n for ``app.log.n[.gz]``)."""
+    inner = f"regexp_replace({source}, '^.*!/', '')"
+    digits = f"regexp_extract({inner}, {sql_str(_ROTATION_INDEX)}, 1)"
+    index = f"CASE WHEN {digits} = '' THEN 0 ELSE CAST({digits} AS INT) END"
+    return f"regexp_replace({inner}, {sql_str(_ROTATION_INDEX)}, '')", index
 
 
-def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame | None = None) -> DataFrame:
+def _run_settings(config: DataFrame) -> DataFrame:
+    """Per run: the first value of each key of :data:`RUN_SETTINGS` in its configuration dump (one aggregation)."""
+    keys = [key for key, _, _ in RUN_SETTINGS]
+    return config.where(f"key IN ({sql_list(keys)})").groupBy("run_id").agg(*_exprs(*[
+        f"first(CASE WHEN key = {sql_str(key)} THEN value END, true) AS {col}" for key, col, _ in RUN_SETTINGS
+    ]))
+
+
+def run_spans(events: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
+    """Per process run and host: the aggregate of its events, its bounds (see :func:`process_runs`), ``start``
+    and ``end``.
+
+    :func:`process_runs` is built on it; the other tables need only each run's end and take it from here,
+    so their plans stay small (no version or configuration lookups in them).
+    """
+    to_not_running = "(event = 'CLIENT_STATE' AND to_state = 'NOT_RUNNING')"
+    to_error = "(event = 'CLIENT_STATE' AND to_state IN ('ERROR', 'PENDING_ERROR'))"
+    stopped_in_error = f"({_is('CLIENT_STOPPED')} AND coalesce(message RLIKE {sql_str(_ERROR_WORD)}, false))"
+    clean = f"(({_is(CLEAN_STOP)} AND NOT {stopped_in_error}) OR {to_not_running})"
+    error = f"({_is(ERROR_STOP)} OR {to_error} OR {stopped_in_error})"
+    died = _is(THREAD_DIED)
+    evidence = f"struct(ts, line_no, source, {FIRST_LINE} AS text)"
+    banner = f"struct(version, source, line_no, {FIRST_LINE} AS text)"
+    ev = events.where("run_no IS NOT NULL AND host IS NOT NULL").selectExpr(
+        "*", f"{evidence} AS _evidence",
+        # The bootstrap's lines speak about the application's run (launch, termination) but are not part of it.
+        f"NOT {nifi_bootstrap_condition(events.columns)} AS _app")
+    runs = ev.groupBy("host", "run_id", "run_no").agg(*_exprs(
+        # A Streams run also logs Kafka client lines; name the run after the richer product.
+        "max(struct(CASE WHEN product = 'kafka-client' THEN 0 ELSE 1 END, product)) AS _product",
+        "first(app_id, true) AS app_id",
+        "first(client_id, true) AS client_id",
+        "first(process_id, true) AS process_id",
+        f"first(CASE WHEN event = 'APP_START' AND version IS NOT NULL THEN {banner} END, true) AS _banner",
+        f"first(CASE WHEN event IN ('NIFI_STARTING', 'NIFI_STARTED') AND version IS NOT NULL THEN {banner} END, true)"
+        " AS _nifi_banner",
+        "coalesce(min(CASE WHEN _app THEN ts END), min(ts)) AS _ev_start",
+        f"coalesce(max(CASE WHEN _app THEN {evidence} END), max({evidence})) AS _ev_last",
+        f"max(CASE WHEN {clean} THEN _evidence END) AS _clean",
+        f"max(CASE WHEN {error} THEN _evidence END) AS _error",
+        f"max(CASE WHEN {died} THEN _evidence END) AS _died",
+        "coalesce(min(CASE WHEN _app THEN struct(ts, line_no, source) END), min(struct(ts, line_no, source))) AS _first",
+    ))
+    if bounds is not None:
+        runs = runs.join(bounds.select("host", "run_no", "first_ts", "first_source", "last_ts", "last_source",
+                                       "last_line_no", "last_text", "last_of_file"), ["host", "run_no"], "left")
+    else:
+        runs = runs.selectExpr(
+            "*", "CAST(NULL AS TIMESTAMP) AS first_ts", "_first.source AS first_source",
+            "CAST(NULL AS TIMESTAMP) AS last_ts", "CAST(NULL AS STRING) AS last_source",
+            "CAST(NULL AS BIGINT) AS last_line_no", "CAST(NULL AS STRING) AS last_text",
+            "CAST(NULL AS BOOLEAN) AS last_of_file")
+    last_is_bound = "(last_ts IS NOT NULL AND last_ts >= _ev_last.ts)"
+    return runs.selectExpr(
+        "*", "least(_ev_start, first_ts) AS start", "greatest(_ev_last.ts, last_ts) AS `end`",
+        f"CASE WHEN {last_is_bound} THEN last_source ELSE _ev_last.source END AS _last_source",
+        f"CASE WHEN {last_is_bound} THEN last_line_no ELSE _ev_last.line_no END AS _last_line",
+        f"CASE WHEN {last_is_bound} THEN last_text ELSE _ev_last.text END AS _last_text")
+
+
+def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame | None = None, *,
+                 spans: DataFrame | None = None) -> DataFrame:
     """One row per process run and host, with how it ended.
 
     A run ends at the last line it wrote (``bounds``: every record of the run, classified or not; else
@@ -96,108 +152,52 @@ def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame 
     host; ``unknown``: the log is cut off, the bundle ends while the run was still going, or the
     run's file ends and the next run starts in a later rotated file with a file missing in between.
     Run 0 (lines before the first start marker: the start was not collected) is a run too.
+    ``spans``: :func:`run_spans` of the same events and bounds, when the caller already has it.
     """
-    ev = events.where(F.col("run_no").isNotNull() & F.col("host").isNotNull())
-    to_not_running = (F.col("event") == "CLIENT_STATE") & (F.col("to_state") == "NOT_RUNNING")
-    to_error = (F.col("event") == "CLIENT_STATE") & F.col("to_state").isin("ERROR", "PENDING_ERROR")
-    stopped_in_error = _is("CLIENT_STOPPED") & F.coalesce(F.col("message").rlike(r"\bERROR\b"), F.lit(False))
-    clean = (_is(CLEAN_STOP) & ~stopped_in_error) | to_not_running
-    error = _is(ERROR_STOP) | to_error | stopped_in_error
-    died = _is(THREAD_DIED)
-    ev = ev.withColumn("_evidence", F.struct("ts", "line_no", "source", _first_line().alias("text")))
-    # The bootstrap's lines speak about the application's run (launch, termination) but are not part of it.
-    ev = ev.withColumn("_app", ~is_nifi_bootstrap(ev))
-    runs = ev.groupBy("host", "run_id", "run_no").agg(
-        # A Streams run also logs Kafka client lines; name the run after the richer product.
-        F.max(F.struct(F.when(F.col("product") == "kafka-client", 0).otherwise(1), F.col("product"))).alias("_product"),
-        F.first("app_id", ignorenulls=True).alias("app_id"),
-        F.first("client_id", ignorenulls=True).alias("client_id"),
-        F.first("process_id", ignorenulls=True).alias("process_id"),
-        F.first(F.when((F.col("event") == "APP_START") & F.col("version").isNotNull(),
-                       F.struct("version", "source", "line_no", _first_line().alias("text"))),
-                ignorenulls=True).alias("_banner"),
-        F.first(F.when(F.col("event").isin("NIFI_STARTING", "NIFI_STARTED") & F.col("version").isNotNull(),
-                       F.struct("version", "source", "line_no", _first_line().alias("text"))),
-                ignorenulls=True).alias("_nifi_banner"),
-        F.coalesce(F.min(F.when(F.col("_app"), F.col("ts"))), F.min("ts")).alias("_ev_start"),
-        F.coalesce(F.max(F.when(F.col("_app"), F.struct("ts", "line_no", "source", _first_line().alias("text")))),
-                   F.max(F.struct("ts", "line_no", "source", _first_line().alias("text")))).alias("_ev_last"),
-        F.max(F.when(clean, F.col("_evidence"))).alias("_clean"),
-        F.max(F.when(error, F.col("_evidence"))).alias("_error"),
-        F.max(F.when(died, F.col("_evidence"))).alias("_died"),
-        F.coalesce(F.min(F.when(F.col("_app"), F.struct("ts", "line_no", "source"))),
-                   F.min(F.struct("ts", "line_no", "source"))).alias("_first"),
+    runs = spans if spans is not None else run_spans(events, bounds)
+    runs = runs.join(version_ranges(events), "run_id", "left").selectExpr(
+        "*", "_product.product AS product",
+        "coalesce(_banner, _nifi_banner) AS _run_banner",
+        "lead(first_source) OVER (PARTITION BY host ORDER BY run_no) AS _next_source",
+        "lead(run_no) OVER (PARTITION BY host ORDER BY run_no) IS NOT NULL AS _has_next",
     )
-    if bounds is not None:
-        runs = runs.join(bounds.select("host", "run_no", "first_ts", "first_source", "last_ts", "last_source",
-                                       "last_line_no", "last_text", "last_of_file"), ["host", "run_no"], "left")
-    else:
-        runs = (runs.withColumn("first_ts", F.lit(None).cast("timestamp"))
-                .withColumn("first_source", F.col("_first.source"))
-                .withColumn("last_ts", F.lit(None).cast("timestamp")).withColumn("last_source", F.lit(None).cast("string"))
-                .withColumn("last_line_no", F.lit(None).cast("long")).withColumn("last_text", F.lit(None).cast("string"))
-                .withColumn("last_of_file", F.lit(None).cast("boolean")))
-    runs = runs.withColumn("start", F.least(F.col("_ev_start"), F.col("first_ts")))
-    runs = runs.withColumn("end", F.greatest(F.col("_ev_last.ts"), F.col("last_ts")))
-    last_is_bound = F.col("last_ts").isNotNull() & (F.col("last_ts") >= F.col("_ev_last.ts"))
-    runs = runs.withColumn("_last_source", F.when(last_is_bound, F.col("last_source")).otherwise(F.col("_ev_last.source")))
-    runs = runs.withColumn("_last_line", F.when(last_is_bound, F.col("last_line_no")).otherwise(F.col("_ev_last.line_no")))
-    runs = runs.withColumn("_last_text", F.when(last_is_bound, F.col("last_text")).otherwise(F.col("_ev_last.text")))
-    runs = runs.withColumn("product", F.col("_product.product"))
-    runs = runs.withColumn("_banner", F.coalesce("_banner", "_nifi_banner"))
-    runs = runs.join(version_ranges(events), "run_id", "left")
-    runs = runs.withColumn("version", F.col("_banner.version")).withColumn(
-        "version_evidence",
-        F.when(F.col("_banner").isNotNull(),
-               F.concat(F.lit("banner '"), F.col("_banner.text"), F.lit("' at "), F.col("_banner.source"), F.lit(":"),
-                        F.col("_banner.line_no").cast("string"))).otherwise(F.col("_range_evidence")))
-    later = Window.partitionBy("host").orderBy("run_no")
-    runs = runs.withColumn("_next_source", F.lead("first_source").over(later))
-    runs = runs.withColumn("_has_next", F.lead("run_no").over(later).isNotNull())
+    runs = runs.selectExpr(
+        "*", "_run_banner.version AS version",
+        "CASE WHEN _run_banner IS NOT NULL THEN concat('banner \\'', _run_banner.text, '\\' at ', _run_banner.source,"
+        " ':', CAST(_run_banner.line_no AS STRING)) ELSE _range_evidence END AS version_evidence")
     # The run's file ends and the next run begins in a later rotated file, with one missing in between:
     # the end of this run was not collected.
-    this_file, this_index = _rotation(F.col("_last_source"))
-    next_file, next_index = _rotation(F.col("_next_source"))
-    gap_in_rotation = (F.coalesce(F.col("last_of_file"), F.lit(False)) & (this_file == next_file)
-                       & (this_index - next_index > 1))
-    clean_after_death = F.col("_clean").isNotNull() & (F.col("_died").isNull() | (F.col("_clean.ts") >= F.col("_died.ts")))
-    end_kind = (F.when(F.col("_error").isNotNull(), F.lit("error"))
-                .when(clean_after_death, F.lit("clean"))
-                .when(F.col("_died").isNotNull(), F.lit("error"))
-                .when(F.col("_has_next") & ~F.coalesce(gap_in_rotation, F.lit(False)), F.lit("crash"))
-                .otherwise(F.lit("unknown")))
-    end_struct = (F.when(F.col("_error").isNotNull(), F.col("_error"))
-                  .when(clean_after_death, F.col("_clean"))
-                  .when(F.col("_died").isNotNull(), F.col("_died")))
-    runs = runs.select(
-        "*", end_kind.alias("end_kind"), end_struct.alias("_end_ev"),
-        F.col("_first.source").alias("source"), F.col("_first.line_no").alias("line_no"),
+    this_file, this_index = _rotation("_last_source")
+    next_file, next_index = _rotation("_next_source")
+    gap_in_rotation = (f"(coalesce(last_of_file, false) AND {this_file} = {next_file}"
+                       f" AND {this_index} - {next_index} > 1)")
+    clean_after_death = "(_clean IS NOT NULL AND (_died IS NULL OR _clean.ts >= _died.ts))"
+    runs = runs.selectExpr(
+        "*",
+        f"CASE WHEN _error IS NOT NULL THEN 'error' WHEN {clean_after_death} THEN 'clean'"
+        f" WHEN _died IS NOT NULL THEN 'error' WHEN _has_next AND NOT coalesce({gap_in_rotation}, false) THEN 'crash'"
+        " ELSE 'unknown' END AS end_kind",
+        f"CASE WHEN _error IS NOT NULL THEN _error WHEN {clean_after_death} THEN _clean"
+        " WHEN _died IS NOT NULL THEN _died END AS _end_ev",
+        "_first.source AS source", "_first.line_no AS line_no",
     )
-    runs = runs.select(
-        "*", F.coalesce(F.col("_end_ev.text"), F.when(F.col("end_kind") == "crash", F.col("_last_text"))).alias("end_evidence"),
-        F.coalesce(F.col("_end_ev.source"), F.col("_last_source")).alias("end_source"),
-        F.coalesce(F.col("_end_ev.line_no"), F.col("_last_line")).alias("end_line_no"),
+    runs = runs.selectExpr(
+        "*", "coalesce(_end_ev.text, CASE WHEN end_kind = 'crash' THEN _last_text END) AS end_evidence",
+        "coalesce(_end_ev.source, _last_source) AS end_source",
+        "coalesce(_end_ev.line_no, _last_line) AS end_line_no",
     )
-    for key, col, cast in (
-        ("processing.guarantee", "guarantee", "string"), ("commit.interval.ms", "commit_interval_ms", "bigint"),
-        ("num.standby.replicas", "num_standby_replicas", "int"), ("num.stream.threads", "num_stream_threads", "int"),
-        ("state.dir", "state_dir", "string"), ("state.cleanup.delay.ms", "state_cleanup_delay_ms", "bigint"),
-        ("group.instance.id", "group_instance_id", "string"), ("application.id", "_config_app_id", "string"),
-    ):
-        values = _run_config(config, key)
-        if values is not None:
-            runs = runs.join(values.withColumnRenamed(key, col), "run_id", "left")
-            runs = runs.withColumn(col, F.expr(f"try_cast({col} as {cast})"))
-    if "_config_app_id" in runs.columns:
-        runs = runs.withColumn("app_id", F.coalesce("_config_app_id", "app_id"))
+    if config is not None:
+        runs = runs.join(_run_settings(config), "run_id", "left").withColumns(
+            {col: F.expr(f"try_cast({col} AS {cast})") for _, col, cast in RUN_SETTINGS})
+        runs = runs.withColumn("app_id", F.expr("coalesce(_config_app_id, app_id)"))
     return _conform(runs, "process_runs")
 
 
 # --------------------------------------------------------------------------- versions
 
 
-def _key_text(key: Column) -> Column:
-    return F.concat_ws(".", (key / 100).cast("int").cast("string"), (key % 100).cast("string"))
+def _key_text(key: str) -> str:
+    return f"concat_ws('.', CAST(CAST({key} / 100 AS INT) AS STRING), CAST({key} % 100 AS STRING))"
 
 
 def version_ranges(events: DataFrame) -> DataFrame:
@@ -208,32 +208,49 @@ def version_ranges(events: DataFrame) -> DataFrame:
     most votes (a template whose range is recorded too narrowly, or a line from another
     application version, cannot make the range empty). The range reads ``4.1-4.1`` for one line,
     ``2.0-2.1`` for two; never open-ended, never empty.
+
+    One aggregation: each run's distinct templates are collected, and the votes are counted over that
+    small array (a run has at most a few hundred distinct templates).
     """
-    spark = events.sparkSession
-    versions = template_versions(spark)
-    lines = spark.createDataFrame([(family, major * 100 + minor) for family, known in KNOWN_LINES.items()
-                                   for major, minor in known], "family string, line int")
-    ev = events.where(F.col("run_no").isNotNull()).select("run_id", "template_id").distinct().join(
-        F.broadcast(versions), "template_id")
-    # The product's own templates decide (Kafka client lines share the Kafka version).
-    family = ev.groupBy("run_id", "family").agg(F.count(F.lit(1)).alias("n"))
-    best_family = Window.partitionBy("run_id").orderBy(F.desc("n"), "family")
-    family = family.withColumn("_r", F.row_number().over(best_family)).where("_r = 1").select("run_id", "family")
-    votes = ev.join(family, ["run_id", "family"]).join(F.broadcast(lines), "family").where(
-        F.col("line").between(F.col("v_lo"), F.col("v_hi")))
+    facts = template_version_map()
+    lines = "map(" + ", ".join(f"{sql_str(family)}, array({', '.join(str(major * 100 + minor) for major, minor in known)})"
+                               for family, known in KNOWN_LINES.items()) + ")"
+    per_run = events.where("run_no IS NOT NULL").groupBy("run_id").agg(F.expr("collect_set(template_id) AS _ids"))
+    # Templates without version facts do not vote.
+    per_run = per_run.selectExpr(
+        "run_id", f"filter(transform(_ids, id -> named_struct('id', id, 'v', split({facts}[id], '/'))),"
+                  " t -> t.v IS NOT NULL) AS _found")
+    per_run = per_run.selectExpr(
+        "run_id", "transform(_found, t -> named_struct('id', t.id, 'v', named_struct('family', t.v[0],"
+                  " 'lo', CAST(t.v[1] AS INT), 'hi', CAST(t.v[2] AS INT)))) AS _templates")
+    # The product's own templates decide (Kafka client lines share the Kafka version): the family most of
+    # the run's templates belong to, ties broken by name.
+    per_run = per_run.selectExpr(
+        "run_id", "_templates",
+        "array_min(transform(array_distinct(transform(_templates, t -> t.v.family)),"
+        " f -> named_struct('fewer', -size(filter(_templates, t -> t.v.family = f)), 'family', f))).family AS _family")
+    # Each known line of that family, with the templates that cover it (lines nobody covers are left out).
+    per_run = per_run.selectExpr(
+        "run_id", f"filter(transform({lines}[_family], line -> named_struct('line', line, 'voters',"
+                  " filter(_templates, t -> t.v.family = _family AND line BETWEEN t.v.lo AND t.v.hi))),"
+                  " p -> size(p.voters) > 0) AS _lines")
+    per_run = per_run.where("size(_lines) > 0").selectExpr(
+        "run_id", "_lines", "array_max(transform(_lines, p -> size(p.voters))) AS votes")
+    best = per_run.selectExpr("run_id", "votes", "filter(_lines, p -> size(p.voters) = votes) AS _best")
+    best = best.selectExpr("run_id", "votes", "_best", "array_min(transform(_best, p -> p.line)) AS lo",
+                           "array_max(transform(_best, p -> p.line)) AS hi")
     # Ties broken by template id, so the evidence reads the same on every engine and partitioning.
-    per_line = votes.groupBy("run_id", "line").agg(F.count(F.lit(1)).alias("votes"),
-                                                   F.min_by("template_id", F.struct("v_hi", "template_id")).alias("hi_by"),
-                                                   F.max_by("template_id", F.struct("v_lo", "template_id")).alias("lo_by"))
-    top = Window.partitionBy("run_id")
-    best = per_line.withColumn("_max", F.max("votes").over(top)).where(F.col("votes") == F.col("_max"))
-    ranges = best.groupBy("run_id").agg(F.min("line").alias("lo"), F.max("line").alias("hi"),
-                                        F.min_by("lo_by", "line").alias("lo_by"), F.max_by("hi_by", "line").alias("hi_by"),
-                                        F.first("_max").alias("votes"))
-    text = F.concat(_key_text(F.col("lo")), F.lit("-"), _key_text(F.col("hi")))
-    evidence = F.concat(F.lit("log templates: "), F.col("votes").cast("string"), F.lit(" template(s) agree on "), text,
-                        F.lit(" (e.g. "), F.col("lo_by"), F.lit(", "), F.col("hi_by"), F.lit(")"))
-    return ranges.select("run_id", text.alias("version_range"), evidence.alias("_range_evidence"))
+    ranges = best.selectExpr(
+        "run_id", "votes", "lo", "hi",
+        "array_max(transform(filter(_best, p -> p.line = lo)[0].voters,"
+        " t -> named_struct('lo', t.v.lo, 'id', t.id))).id AS lo_by",
+        "array_min(transform(filter(_best, p -> p.line = hi)[0].voters,"
+        " t -> named_struct('hi', t.v.hi, 'id', t.id))).id AS hi_by")
+    text = f"concat({_key_text('lo')}, '-', {_key_text('hi')})"
+    return ranges.selectExpr(
+        "run_id", f"{text} AS version_range",
+        f"concat('log templates: ', CAST(votes AS STRING), ' template(s) agree on ', {text}, ' (e.g. ', lo_by, ', ',"
+        " hi_by, ')') AS _range_evidence")
 
 
 # --------------------------------------------------------------------------- rebalances
@@ -241,20 +258,18 @@ def version_ranges(events: DataFrame) -> DataFrame:
 
 def generations(events: DataFrame) -> DataFrame:
     """Generations per member: when each thread joined and synced, and the leader's assignment."""
-    ev = events.where(_is(("REBALANCE_JOINED", "REBALANCE_SYNCED", "LEADER_ASSIGNMENT_DONE"))
-                      & F.col("generation").isNotNull())
-    g = ev.groupBy(F.coalesce("app_id", F.lit("?")).alias("group_id"), "generation", "host", "run_id",
-                   "stream_thread").agg(
-        F.first("member_id", ignorenulls=True).alias("member_id"),
-        F.min(F.when(F.col("event") == "REBALANCE_JOINED", F.col("ts"))).alias("joined"),
-        F.min(F.when(F.col("event") == "REBALANCE_SYNCED", F.col("ts"))).alias("synced"),
-        F.min(F.when(F.col("event") == "LEADER_ASSIGNMENT_DONE", F.col("ts"))).alias("leader_assignment"),
-        F.min(F.struct("ts", "line_no", "source")).alias("_first"),
-    )
-    per_generation = Window.partitionBy("group_id", "generation")
-    g = g.withColumn("members", F.count(F.lit(1)).over(per_generation).cast("int"))
-    g = g.withColumn("protocol", F.lit("classic"))
-    g = g.withColumn("source", F.col("_first.source")).withColumn("line_no", F.col("_first.line_no"))
+    ev = events.where(f"{_is(('REBALANCE_JOINED', 'REBALANCE_SYNCED', 'LEADER_ASSIGNMENT_DONE'))}"
+                      " AND generation IS NOT NULL")
+    g = ev.groupBy(*_exprs("coalesce(app_id, '?') AS group_id", "generation", "host", "run_id", "stream_thread")).agg(
+        *_exprs(
+            "first(member_id, true) AS member_id",
+            "min(CASE WHEN event = 'REBALANCE_JOINED' THEN ts END) AS joined",
+            "min(CASE WHEN event = 'REBALANCE_SYNCED' THEN ts END) AS synced",
+            "min(CASE WHEN event = 'LEADER_ASSIGNMENT_DONE' THEN ts END) AS leader_assignment",
+            "min(struct(ts, line_no, source)) AS _first",
+        ))
+    g = g.selectExpr("*", "CAST(count(1) OVER (PARTITION BY group_id, generation) AS INT) AS members",
+                     "'classic' AS protocol", "_first.source AS source", "_first.line_no AS line_no")
     return _conform(g, "generations")
 
 
@@ -263,26 +278,36 @@ def generations(events: DataFrame) -> DataFrame:
 
 def _intervals(ev: DataFrame, key: list[str], run_end: DataFrame) -> DataFrame:
     """Each state lasts until the next transition of the same machine, or the end of its run."""
-    w = Window.partitionBy(*key).orderBy("ts", "line_no")
-    ev = ev.withColumn("end", F.lead("ts").over(w))
+    ev = ev.selectExpr("*", f"lead(ts) OVER (PARTITION BY {', '.join(key)} ORDER BY ts, line_no) AS `end`")
     ev = ev.join(run_end, ["host", "run_id"], "left")
-    return ev.withColumn("end", F.coalesce("end", "run_end"))
+    return ev.withColumn("end", F.expr("coalesce(`end`, run_end)"))
+
+
+def _run_ends(runs: DataFrame) -> DataFrame:
+    """Each run's end, from :func:`process_runs` or :func:`run_spans` (the leaner plan)."""
+    return runs.selectExpr("host", "run_id", "`end` AS run_end")
 
 
 def state_intervals(events: DataFrame, runs: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(thread_states, client_states) from ``State transition from X to Y`` lines."""
-    run_end = runs.select("host", "run_id", F.col("end").alias("run_end"))
-    base = events.where(_is(("THREAD_STATE", "CLIENT_STATE", "GLOBAL_THREAD_STATE")) & F.col("to_state").isNotNull())
-    base = base.select(
-        "host", "run_id", "ts", "source", "line_no", "from_state", F.col("to_state").alias("state"),
-        F.when(F.col("event") == "CLIENT_STATE", F.lit("client"))
-        .when(F.col("event") == "GLOBAL_THREAD_STATE", F.lit("global")).otherwise(F.lit("thread")).alias("kind"),
-        F.coalesce(F.when(F.col("event") == "CLIENT_STATE", F.col("client_id")), F.col("stream_thread"),
-                   F.col("thread")).alias("thread"),
+    return _split_states(_state_changes(events, runs))
+
+
+def _split_states(iv: DataFrame) -> tuple[DataFrame, DataFrame]:
+    return (_conform(iv.where("kind != 'client'"), "thread_states"),
+            _conform(iv.where("kind = 'client'"), "client_states"))
+
+
+def _state_changes(events: DataFrame, runs: DataFrame) -> DataFrame:
+    """Every state interval of threads, clients and global threads (both state tables are cut from it)."""
+    base = events.where(f"{_is(('THREAD_STATE', 'CLIENT_STATE', 'GLOBAL_THREAD_STATE'))} AND to_state IS NOT NULL")
+    base = base.selectExpr(
+        "host", "run_id", "ts", "source", "line_no", "from_state", "to_state AS state",
+        "CASE WHEN event = 'CLIENT_STATE' THEN 'client' WHEN event = 'GLOBAL_THREAD_STATE' THEN 'global'"
+        " ELSE 'thread' END AS kind",
+        "coalesce(CASE WHEN event = 'CLIENT_STATE' THEN client_id END, stream_thread, thread) AS thread",
     )
-    iv = _intervals(base, ["host", "run_id", "kind", "thread"], run_end).withColumnRenamed("ts", "start")
-    return (_conform(iv.where(F.col("kind") != "client"), "thread_states"),
-            _conform(iv.where(F.col("kind") == "client"), "client_states"))
+    return _intervals(base, ["host", "run_id", "kind", "thread"], _run_ends(runs)).withColumnRenamed("ts", "start")
 
 
 # --------------------------------------------------------------------------- tasks
@@ -313,33 +338,34 @@ _ASSIGNED_LISTS = {
     r"currently assigned active tasks: \[([^\]]*)\]": "active",
     r"currently assigned standby tasks: \[([^\]]*)\]": "standby",
 }
+#: How the task ids of a summary's list are separated.
+_LIST_SEPARATOR = r",\s*"
+#: Phases after which the thread no longer holds the task.
+_CLOSED = ("closed-clean", "closed-dirty", "recycled", "migrated")
 
 
 def task_lifecycles(events: DataFrame, runs: DataFrame) -> DataFrame:
     """Task phases per host/thread (active and standby), from task lines and assignment summaries."""
-    mapping = F.create_map(*[x for k, v in TASK_PHASES.items() for x in (F.lit(k), F.lit(v))])
-    role = F.lower(F.coalesce(F.col("task_role"), F.lit("active")))
-    role = F.when(role.isin("standby", "standby-task"), F.lit("standby")).otherwise(F.lit("active"))
+    role = ("CASE WHEN lower(coalesce(task_role, 'active')) IN ('standby', 'standby-task') THEN 'standby'"
+            " ELSE 'active' END")
     # "Stateful active task 0_1 completed restoration" is per task; changelog RESTORE_END lines are not.
-    phased = events.where(F.col("task_id").isNotNull() & F.col("event").isin(list(TASK_PHASES))).select(
-        "host", "run_id", "stream_thread", "task_id", role.alias("role"),
-        mapping[F.col("event")].alias("phase"), "ts", "event", "source", "line_no",
+    phased = events.where(f"task_id IS NOT NULL AND event IN ({sql_list(TASK_PHASES)})").selectExpr(
+        "host", "run_id", "stream_thread", "task_id", f"{role} AS role",
+        f"{sql_map(TASK_PHASES)}[event] AS phase", "ts", "event", "source", "line_no",
     )
     assigned_parts = []
-    summaries = events.where(F.col("event") == "ASSIGNMENT_APPLIED")
+    summaries = events.where("event = 'ASSIGNMENT_APPLIED'")
     for pattern, list_role in _ASSIGNED_LISTS.items():
-        ids = F.split(F.regexp_extract("message", pattern, 1), r",\s*")
+        ids = f"split(regexp_extract(message, {sql_str(pattern)}, 1), {sql_str(_LIST_SEPARATOR)})"
         assigned_parts.append(
-            summaries.where(F.col("message").rlike(pattern)).select(
-                "host", "run_id", "stream_thread", F.explode(ids).alias("task_id"), F.lit(list_role).alias("role"),
-                F.lit("assigned").alias("phase"), "ts", "event", "source", "line_no",
-            ).where(F.col("task_id") != "")
+            summaries.where(f"message RLIKE {sql_str(pattern)}").selectExpr(
+                "host", "run_id", "stream_thread", f"explode({ids}) AS task_id", f"{sql_str(list_role)} AS role",
+                "'assigned' AS phase", "ts", "event", "source", "line_no",
+            ).where("task_id != ''")
         )
     rows = reduce(DataFrame.unionByName, assigned_parts, phased)
-    run_end = runs.select("host", "run_id", F.col("end").alias("run_end"))
-    iv = _intervals(rows, ["host", "run_id", "stream_thread", "task_id", "role"], run_end)
-    closed = F.col("phase").isin("closed-clean", "closed-dirty", "recycled", "migrated")
-    iv = iv.withColumn("end", F.when(closed, F.col("ts")).otherwise(F.col("end")))
+    iv = _intervals(rows, ["host", "run_id", "stream_thread", "task_id", "role"], _run_ends(runs))
+    iv = iv.withColumn("end", F.expr(f"CASE WHEN phase IN ({sql_list(_CLOSED)}) THEN ts ELSE `end` END"))
     return _conform(iv.withColumnRenamed("ts", "start"), "task_lifecycles")
 
 
@@ -353,40 +379,37 @@ def locks(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
     the task lifecycles); the release is that thread's next close/suspend/recycle of the task;
     the hand-off latency is release → the waiting thread's next phase for the task.
     """
-    kind = (F.when(_is("LOCK_FAILED"), F.lit("failed")).when(_is("LOCK_ACQUIRED"), F.lit("acquired"))
-            .when(_is("LOCK_RELEASED"), F.lit("released")))
-    role = F.when(F.lower(F.coalesce("task_role", F.lit(""))).contains("standby"), F.lit("standby")).otherwise(F.lit("active"))
-    lk = events.where(kind.isNotNull() & F.col("task_id").isNotNull()).select(
-        "host", "run_id", "task_id", kind.alias("kind"), "ts",
-        F.coalesce("stream_thread", "thread").alias("thread"), role.alias("role"), "source", "line_no",
+    kind = (f"CASE WHEN {_is('LOCK_FAILED')} THEN 'failed' WHEN {_is('LOCK_ACQUIRED')} THEN 'acquired'"
+            f" WHEN {_is('LOCK_RELEASED')} THEN 'released' END")
+    role = "CASE WHEN contains(lower(coalesce(task_role, '')), 'standby') THEN 'standby' ELSE 'active' END"
+    lk = events.where(f"({kind}) IS NOT NULL AND task_id IS NOT NULL").selectExpr(
+        "host", "run_id", "task_id", f"{kind} AS kind", "ts",
+        "coalesce(stream_thread, thread) AS thread", f"{role} AS role", "source", "line_no",
     )
-    failed = lk.where(F.col("kind") == "failed").alias("f")
-    owner = lifecycles.where(~F.col("phase").isin("closed-clean", "closed-dirty")).alias("o")
-    cond = ((F.col("f.host") == F.col("o.host")) & (F.col("f.run_id") == F.col("o.run_id"))
-            & (F.col("f.task_id") == F.col("o.task_id")) & (F.col("o.stream_thread") != F.col("f.thread"))
-            & (F.col("o.start") <= F.col("f.ts")) & (F.coalesce(F.col("o.end"), F.col("f.ts")) >= F.col("f.ts")))
-    holders = failed.join(owner, cond, "left").groupBy(
+    failed = lk.where("kind = 'failed'").alias("f")
+    owner = lifecycles.where("NOT phase IN ('closed-clean', 'closed-dirty')").alias("o")
+    cond = ("f.host = o.host AND f.run_id = o.run_id AND f.task_id = o.task_id AND o.stream_thread != f.thread"
+            " AND o.start <= f.ts AND coalesce(o.`end`, f.ts) >= f.ts")
+    holders = failed.join(owner, F.expr(cond), "left").groupBy(
         "f.host", "f.run_id", "f.task_id", "f.ts", "f.thread", "f.source", "f.line_no").agg(
-        F.max(F.struct(F.col("o.start").alias("since"), F.col("o.stream_thread").alias("holder"))).alias("_h"))
-    holders = holders.select("host", "run_id", "task_id", "ts", "thread", "source", "line_no",
-                             F.col("_h.holder").alias("holder_thread"), F.col("_h.since").alias("holder_since"))
-    # Release: the holder's next closing phase of the task; acquisition: the waiter's next phase.
-    lc = lifecycles.alias("l")
-    h = holders.alias("h")
-    release = h.join(lc, (F.col("h.host") == F.col("l.host")) & (F.col("h.run_id") == F.col("l.run_id"))
-                     & (F.col("h.task_id") == F.col("l.task_id")) & (F.col("l.stream_thread") == F.col("h.holder_thread"))
-                     & F.col("l.phase").isin("closed-clean", "closed-dirty", "suspended", "recycled", "migrated")
-                     & (F.col("l.start") >= F.col("h.ts")), "left").groupBy(
-        "h.host", "h.run_id", "h.task_id", "h.ts", "h.thread").agg(F.min("l.start").alias("released"))
-    acquire = h.join(lc, (F.col("h.host") == F.col("l.host")) & (F.col("h.run_id") == F.col("l.run_id"))
-                     & (F.col("h.task_id") == F.col("l.task_id")) & (F.col("l.stream_thread") == F.col("h.thread"))
-                     & (F.col("l.start") > F.col("h.ts")) & ~F.col("l.phase").isin("assigned", "created"), "left").groupBy(
-        "h.host", "h.run_id", "h.task_id", "h.ts", "h.thread").agg(F.min("l.start").alias("acquired"))
+        F.expr("max(struct(o.start AS since, o.stream_thread AS holder)) AS _h"))
+    holders = holders.selectExpr("host", "run_id", "task_id", "ts", "thread", "source", "line_no",
+                                 "_h.holder AS holder_thread", "_h.since AS holder_since")
+    # Release: the holder's next closing phase of the task; acquisition: the waiter's next phase. Both from one
+    # join of the task's later phases.
+    same_task = "h.host = l.host AND h.run_id = l.run_id AND h.task_id = l.task_id"
+    holder_closes = ("(l.stream_thread = h.holder_thread AND l.phase IN"
+                     " ('closed-clean', 'closed-dirty', 'suspended', 'recycled', 'migrated') AND l.start >= h.ts)")
+    waiter_moves = "(l.stream_thread = h.thread AND l.start > h.ts AND NOT l.phase IN ('assigned', 'created'))"
+    later = holders.alias("h").join(
+        lifecycles.alias("l"), F.expr(f"{same_task} AND ({holder_closes} OR {waiter_moves})"), "left"
+    ).groupBy("h.host", "h.run_id", "h.task_id", "h.ts", "h.thread").agg(*_exprs(
+        f"min(CASE WHEN {holder_closes} THEN l.start END) AS released",
+        f"min(CASE WHEN {waiter_moves} THEN l.start END) AS acquired"))
     keys = ["host", "run_id", "task_id", "ts", "thread"]
-    detail = holders.join(release, keys, "left").join(acquire, keys, "left")
-    detail = detail.withColumn(
-        "handoff_ms", (F.unix_millis("acquired") - F.unix_millis("released")))
-    out = lk.join(detail.select(*keys, "holder_thread", "holder_since", "released", "handoff_ms"), keys, "left")
+    detail = holders.join(later, keys, "left").selectExpr(
+        *keys, "holder_thread", "holder_since", "released", "unix_millis(acquired) - unix_millis(released) AS handoff_ms")
+    out = lk.join(detail, keys, "left")
     return _conform(out, "locks")
 
 
@@ -410,21 +433,19 @@ _CHECKPOINT_PATH_TASK = r"[/\\]((?:[\w.-]+?__)?\d+_\d+)[/\\]\.checkpoint(?:\.tmp
 
 def checkpoints(events: DataFrame, state: StateFacts) -> DataFrame:
     """One history per host/task/changelog partition: log lines and capture facts, each with its origin."""
-    mapping = F.create_map(*[x for k, v in CHECKPOINT_KINDS.items() for x in (F.lit(k), F.lit(v))])
-    logs = _explode_partitions(events.where(F.col("event").isin(list(CHECKPOINT_KINDS))
-                                            & (F.col("product") != "nifi")))
+    logs = _explode_partitions(events.where(f"event IN ({sql_list(CHECKPOINT_KINDS)}) AND product != 'nifi'"))
     # OffsetCheckpoint's TRACE lines name only the file: <state.dir>/<app>/<task>/.checkpoint(.tmp).
-    task_from_path = F.nullif(F.regexp_extract(F.col("message"), _CHECKPOINT_PATH_TASK, 1), F.lit(""))
-    logs = logs.select(
-        "host", "app_id", F.coalesce(F.col("task_id"), task_from_path).alias("task_id"), "store", "topic", "partition",
-        "ts", mapping[F.col("event")].alias("kind"),
-        "offset", F.lit("log").alias("origin"), "run_id", "event", "source", "line_no",
+    task_from_path = f"nullif(regexp_extract(message, {sql_str(_CHECKPOINT_PATH_TASK)}, 1), '')"
+    logs = logs.selectExpr(
+        "host", "app_id", f"coalesce(task_id, {task_from_path}) AS task_id", "store", "topic", "partition",
+        "ts", f"{sql_map(CHECKPOINT_KINDS)}[event] AS kind",
+        "offset", "'log' AS origin", "run_id", "event", "source", "line_no",
     )
     cap = state.checkpoints
-    capture = cap.where(F.col("file_kind").isin("checkpoint", "store_checkpoint") | F.col("file_kind").isNull()).select(
+    capture = cap.where("file_kind IN ('checkpoint', 'store_checkpoint') OR file_kind IS NULL").selectExpr(
         "host", "app_id", "task_id", "store", "topic", "partition",
-        F.col("file_mtime").alias("ts"), F.when(F.col("problem").isNotNull(), F.lit("corrupt")).otherwise(F.lit("file")).alias("kind"),
-        "offset", F.lit("capture").alias("origin"), "file_mtime", "capture_time", "problem", "source",
+        "file_mtime AS ts", "CASE WHEN problem IS NOT NULL THEN 'corrupt' ELSE 'file' END AS kind",
+        "offset", "'capture' AS origin", "file_mtime", "capture_time", "problem", "source",
     ) if "file_kind" in cap.columns else cap.limit(0)
     return _conform(logs, "checkpoints").unionByName(_conform(capture, "checkpoints"))
 
@@ -433,6 +454,7 @@ def checkpoints(events: DataFrame, state: StateFacts) -> DataFrame:
 
 _RESTORE_EVENTS = ("RESTORE_START", "RESTORE_TARGET", "RESTORE_END", "CHECKPOINT_READ", "CHECKPOINT_MISSING",
                    "CHECKPOINT_NONE", "OFFSET_RESET")
+_FROM_BEGINNING = "(?i)from (the )?beginning"
 
 
 def restorations(events: DataFrame) -> DataFrame:
@@ -443,49 +465,48 @@ def restorations(events: DataFrame) -> DataFrame:
     end line is reported with ``completed = false`` (a restore that never ran or never finished).
     Under 2.6+ semantics a checkpoint holds the last applied offset, so restoration starts at +1.
     """
-    ev = events.where(_is(_RESTORE_EVENTS) & (F.col("product") != "nifi"))
-    ev = _explode_partitions(ev).where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+    ev = events.where(f"{_is(_RESTORE_EVENTS)} AND product != 'nifi'")
+    ev = _explode_partitions(ev).where("topic IS NOT NULL AND partition IS NOT NULL")
     # Restore-consumer offset resets concern changelogs only when a restore is under way; keep them
     # but let them neither open nor close an episode on their own.
-    ev = ev.withColumn("_is_end", (F.col("event") == "RESTORE_END").cast("int"))
-    w = Window.partitionBy("host", "run_id", "topic", "partition").orderBy("ts", "line_no")
-    ends_before = F.coalesce(F.sum("_is_end").over(w.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
-    ev = ev.withColumn("_ends_before", ends_before)
+    ev = ev.withColumn("_is_end", F.expr("CAST(event = 'RESTORE_END' AS INT)"))
+    w = "PARTITION BY host, run_id, topic, partition ORDER BY ts, line_no"
+    ev = ev.withColumn("_ends_before", F.expr(
+        f"coalesce(sum(_is_end) OVER ({w} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"))
     # Before 2.6 there is no end line: a second checkpoint read/miss after the last end opens a new episode.
-    is_open = F.col("event").isin("CHECKPOINT_READ", "CHECKPOINT_MISSING", "CHECKPOINT_NONE").cast("int")
-    since_end = Window.partitionBy("host", "run_id", "topic", "partition", "_ends_before").orderBy("ts", "line_no")
-    ev = ev.withColumn("_opens", F.sum(is_open).over(since_end.rowsBetween(Window.unboundedPreceding, 0)))
-    ev = ev.withColumn("_reopen", ((is_open == 1) & (F.col("_opens") > 1)).cast("int"))
-    ev = ev.withColumn("_episode", F.col("_ends_before") * 100000
-                       + F.sum("_reopen").over(w.rowsBetween(Window.unboundedPreceding, 0)))
-    from_scratch_line = (F.col("event").isin("CHECKPOINT_MISSING", "CHECKPOINT_NONE")
-                         | (F.col("event") == "RESTORE_START") & F.col("message").rlike("(?i)from (the )?beginning")
-                         | (F.col("event") == "OFFSET_RESET") & (F.col("offset") == 0))
-    g = ev.groupBy("host", "run_id", "topic", "partition", "_episode").agg(
-        F.min("ts").alias("start"),
-        F.max(F.when(F.col("_is_end") == 1, F.col("ts"))).alias("end"),
-        F.first("task_id", ignorenulls=True).alias("task_id"),
-        F.first("store", ignorenulls=True).alias("store"),
-        F.first("stream_thread", ignorenulls=True).alias("stream_thread"),
-        F.first(F.when(F.col("event") == "CHECKPOINT_READ", F.col("offset")), ignorenulls=True).alias("_ckpt"),
-        F.first(F.when(F.col("event") == "RESTORE_START", F.col("offset")), ignorenulls=True).alias("_start_off"),
-        F.max(F.when(F.col("event").isin("RESTORE_TARGET", "RESTORE_START"), F.col("end_offset"))).alias("end_offset"),
-        F.max(F.when(F.col("_is_end") == 1, F.col("records"))).alias("records"),
-        F.max(from_scratch_line.cast("int")).alias("_scratch"),
-        F.max("_is_end").alias("_done"),
-        F.min(F.struct("ts", "line_no", "source")).alias("_first"),
-        F.max(F.when(F.col("_is_end") == 1, F.struct("ts", "line_no", "source"))).alias("_last"),
-        F.max(F.col("event").isin("RESTORE_START", "RESTORE_TARGET", "CHECKPOINT_READ", "CHECKPOINT_MISSING",
-                                  "CHECKPOINT_NONE").cast("int")).alias("_has_opening"),
-    )
-    g = g.where(F.col("_has_opening") == 1)
-    start_offset = F.coalesce(F.col("_start_off"), F.col("_ckpt") + 1, F.when(F.col("_scratch") == 1, F.lit(0)))
-    g = g.select(
-        "*", start_offset.alias("start_offset"),
-        (F.col("_scratch") == 1).alias("from_scratch"), (F.col("_done") == 1).alias("completed"),
-        F.col("_first.source").alias("start_source"), F.col("_first.line_no").alias("start_line_no"),
-        F.coalesce(F.col("_last.source"), F.col("_first.source")).alias("source"),
-        F.coalesce(F.col("_last.line_no"), F.col("_first.line_no")).alias("line_no"),
+    is_open = "CAST(event IN ('CHECKPOINT_READ', 'CHECKPOINT_MISSING', 'CHECKPOINT_NONE') AS INT)"
+    since_end = "PARTITION BY host, run_id, topic, partition, _ends_before ORDER BY ts, line_no"
+    ev = ev.withColumn("_opens", F.expr(
+        f"sum({is_open}) OVER ({since_end} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"))
+    ev = ev.withColumn("_reopen", F.expr(f"CAST({is_open} = 1 AND _opens > 1 AS INT)"))
+    ev = ev.withColumn("_episode", F.expr(
+        f"_ends_before * 100000 + sum(_reopen) OVER ({w} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"))
+    from_scratch_line = ("(event IN ('CHECKPOINT_MISSING', 'CHECKPOINT_NONE')"
+                         f" OR event = 'RESTORE_START' AND message RLIKE {sql_str(_FROM_BEGINNING)}"
+                         " OR event = 'OFFSET_RESET' AND offset = 0)")
+    g = ev.groupBy("host", "run_id", "topic", "partition", "_episode").agg(*_exprs(
+        "min(ts) AS start",
+        "max(CASE WHEN _is_end = 1 THEN ts END) AS `end`",
+        "first(task_id, true) AS task_id",
+        "first(store, true) AS store",
+        "first(stream_thread, true) AS stream_thread",
+        "first(CASE WHEN event = 'CHECKPOINT_READ' THEN offset END, true) AS _ckpt",
+        "first(CASE WHEN event = 'RESTORE_START' THEN offset END, true) AS _start_off",
+        "max(CASE WHEN event IN ('RESTORE_TARGET', 'RESTORE_START') THEN end_offset END) AS end_offset",
+        "max(CASE WHEN _is_end = 1 THEN records END) AS records",
+        f"max(CAST({from_scratch_line} AS INT)) AS _scratch",
+        "max(_is_end) AS _done",
+        "min(struct(ts, line_no, source)) AS _first",
+        "max(CASE WHEN _is_end = 1 THEN struct(ts, line_no, source) END) AS _last",
+        "max(CAST(event IN ('RESTORE_START', 'RESTORE_TARGET', 'CHECKPOINT_READ', 'CHECKPOINT_MISSING',"
+        " 'CHECKPOINT_NONE') AS INT)) AS _has_opening",
+    ))
+    g = g.where("_has_opening = 1").selectExpr(
+        "*", "coalesce(_start_off, _ckpt + 1, CASE WHEN _scratch = 1 THEN 0 END) AS start_offset",
+        "_scratch = 1 AS from_scratch", "_done = 1 AS completed",
+        "_first.source AS start_source", "_first.line_no AS start_line_no",
+        "coalesce(_last.source, _first.source) AS source",
+        "coalesce(_last.line_no, _first.line_no) AS line_no",
     )
     return _conform(g, "restorations")
 
@@ -505,15 +526,13 @@ _WIPE_REASONS = [
 
 def wipes(events: DataFrame) -> DataFrame:
     """Local state deleted, with why: corruption, EOS dirty close, cleaner, user cleanUp()."""
-    reason: Column = F.lit(None).cast("string")
-    for pattern, name in reversed(_WIPE_REASONS):
-        reason = F.when(F.col("message").rlike(pattern), F.lit(name)).otherwise(reason)
-    reason = (F.when(F.col("event") == "DIR_CLEANED", F.lit("cleaner"))
-              .when(F.col("event") == "DIR_CLEANED_USER", F.lit("user-cleanup"))
-              .when(F.col("event") == "DIR_PURGED_STARTUP", F.lit("startup-purge"))
-              .otherwise(F.coalesce(reason, F.lit("other"))))
+    # The first pattern the message matches names the reason.
+    by_message = " ".join(f"WHEN message RLIKE {sql_str(pattern)} THEN {sql_str(name)}" for pattern, name in _WIPE_REASONS)
+    reason = (f"CASE WHEN event = 'DIR_CLEANED' THEN 'cleaner' WHEN event = 'DIR_CLEANED_USER' THEN 'user-cleanup'"
+              f" WHEN event = 'DIR_PURGED_STARTUP' THEN 'startup-purge'"
+              f" ELSE coalesce(CASE {by_message} END, 'other') END")
     w = events.where(_is(("STATE_WIPED", "DIR_CLEANED", "DIR_CLEANED_USER", "DIR_PURGED_STARTUP")))
-    return _conform(w.select("*", reason.alias("reason")), "wipes")
+    return _conform(w.selectExpr("*", f"{reason} AS reason"), "wipes")
 
 
 #: Task lists of assignment summaries that say what a thread holds after the rebalance.
@@ -522,11 +541,11 @@ _HELD_LISTS = (*_ASSIGNED_LISTS, r"Existing active tasks: \[([^\]]*)\]", r"Exist
 
 def _held_by_summaries(events: DataFrame) -> DataFrame:
     """Per assignment summary (host, run, thread, ts): every task the thread holds after it."""
-    summaries = events.where(F.col("event") == "ASSIGNMENT_APPLIED").select(
-        "host", "run_id", "stream_thread", "ts", "message")
-    lists = [F.split(F.regexp_extract("message", pattern, 1), r",\s*") for pattern in _HELD_LISTS]
-    held = F.array_distinct(F.filter(F.flatten(F.array(*lists)), lambda t: t != ""))
-    return summaries.select("host", "run_id", "stream_thread", "ts", held.alias("held"))
+    lists = ", ".join(f"split(regexp_extract(message, {sql_str(pattern)}, 1), {sql_str(_LIST_SEPARATOR)})"
+                      for pattern in _HELD_LISTS)
+    return events.where("event = 'ASSIGNMENT_APPLIED'").selectExpr(
+        "host", "run_id", "stream_thread", "ts",
+        f"array_distinct(filter(flatten(array({lists})), t -> t != '')) AS held")
 
 
 def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
@@ -537,34 +556,30 @@ def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
     last one that listed it (a close of an unassigned task is often DEBUG only). Otherwise the task
     lifecycles decide.
     """
-    cleaned = events.where(F.col("event") == "DIR_CLEANED").select(
-        "host", "run_id", "task_id", "ts", F.col("duration_ms").alias("age_ms"), F.col("limit_ms").alias("delay_ms"),
+    cleaned = events.where("event = 'DIR_CLEANED'").selectExpr(
+        "host", "run_id", "task_id", "ts", "duration_ms AS age_ms", "limit_ms AS delay_ms",
         "source", "line_no").alias("c")
     lc = lifecycles.alias("l")
-    joined = cleaned.join(lc, (F.col("c.host") == F.col("l.host")) & (F.col("c.task_id") == F.col("l.task_id"))
-                          & (F.col("l.start") <= F.col("c.ts")), "left")
-    last = joined.groupBy("c.host", "c.run_id", "c.task_id", "c.ts", "c.age_ms", "c.delay_ms", "c.source", "c.line_no").agg(
-        F.max(F.struct(F.col("l.start"), F.col("l.stream_thread"), F.col("l.role"), F.col("l.end"), F.col("l.phase"))).alias("_o"))
-    assigned = (~F.col("_o.phase").isin("closed-clean", "closed-dirty", "recycled", "migrated")
-                & (F.col("_o.end").isNull() | (F.col("_o.end") >= F.col("ts"))))
-    out = last.select("*", F.col("_o.stream_thread").alias("last_owner_thread"), F.col("_o.role").alias("last_owner_role"),
-                      F.col("_o.end").alias("_lc_until"), F.coalesce(assigned, F.lit(False)).alias("_lc_assigned"))
+    joined = cleaned.join(lc, F.expr("c.host = l.host AND c.task_id = l.task_id AND l.start <= c.ts"), "left")
+    last = joined.groupBy("c.host", "c.run_id", "c.task_id", "c.ts", "c.age_ms", "c.delay_ms", "c.source",
+                          "c.line_no").agg(
+        F.expr("max(struct(l.start, l.stream_thread, l.role, l.`end`, l.phase)) AS _o"))
+    assigned = (f"(NOT _o.phase IN ({sql_list(_CLOSED)}) AND (_o.`end` IS NULL OR _o.`end` >= ts))")
+    out = last.selectExpr("*", "_o.stream_thread AS last_owner_thread", "_o.role AS last_owner_role",
+                          "_o.`end` AS _lc_until", f"coalesce({assigned}, false) AS _lc_assigned")
     # What the assignment summaries of the same run say.
     held = _held_by_summaries(events).withColumnRenamed("ts", "s_ts")
     keys = ["host", "run_id", "task_id", "ts"]
-    with_s = out.select(*keys).join(held, ["host", "run_id"]).where(F.col("s_ts") <= F.col("ts"))
-    latest = with_s.groupBy(*keys, "stream_thread").agg(F.max_by("held", "s_ts").alias("latest_held"))
+    with_s = out.select(*keys).join(held, ["host", "run_id"]).where("s_ts <= ts")
+    latest = with_s.groupBy(*keys, "stream_thread").agg(F.expr("max_by(held, s_ts) AS latest_held"))
     by_summary = latest.groupBy(*keys).agg(
-        F.max(F.array_contains("latest_held", F.col("task_id")).cast("int")).alias("_s_assigned"))
-    listed = with_s.where(F.array_contains("held", F.col("task_id"))).groupBy(*keys).agg(
-        F.max("s_ts").alias("_last_listed"))
-    left = with_s.join(listed, keys).where(F.col("s_ts") > F.col("_last_listed")).groupBy(*keys).agg(
-        F.min("s_ts").alias("_left_at"))
-    out = out.join(by_summary, keys, "left").join(left, keys, "left")
-    out = out.withColumn("assigned_at_the_time", F.when(F.col("_s_assigned").isNotNull(), F.col("_s_assigned") == 1)
-                         .otherwise(F.col("_lc_assigned")))
-    out = out.withColumn("last_owner_until", F.when(F.col("_s_assigned") == 1, F.lit(None).cast("timestamp"))
-                         .otherwise(F.coalesce(F.col("_left_at"), F.col("_lc_until"))))
+        F.expr("max(CAST(array_contains(latest_held, task_id) AS INT)) AS _s_assigned"))
+    listed = with_s.where("array_contains(held, task_id)").groupBy(*keys).agg(F.expr("max(s_ts) AS _last_listed"))
+    left = with_s.join(listed, keys).where("s_ts > _last_listed").groupBy(*keys).agg(F.expr("min(s_ts) AS _left_at"))
+    out = out.join(by_summary, keys, "left").join(left, keys, "left").selectExpr(
+        "*", "CASE WHEN _s_assigned IS NOT NULL THEN _s_assigned = 1 ELSE _lc_assigned END AS assigned_at_the_time",
+        "CASE WHEN _s_assigned = 1 THEN CAST(NULL AS TIMESTAMP) ELSE coalesce(_left_at, _lc_until) END"
+        " AS last_owner_until")
     return _conform(out, "dir_cleanups")
 
 
@@ -582,35 +597,32 @@ _MIGRATION_EVENTS = (
 
 def nifi_processor_events(events: DataFrame) -> DataFrame:
     """NiFi process and processor lifecycle: starts, failures (with the exception class), stops."""
-    ev = events.where((F.col("product") == "nifi")
-                      & (F.col("event").startswith("PROCESSOR_") | F.col("event").startswith("NIFI_")))
-    return _conform(ev.withColumn("detail", _first_line()), "nifi_processor_events")
+    ev = events.where("product = 'nifi' AND (startswith(event, 'PROCESSOR_') OR startswith(event, 'NIFI_'))")
+    return _conform(ev.withColumn("detail", F.expr(FIRST_LINE)), "nifi_processor_events")
 
 
 def migration_steps(events: DataFrame, state: StateFacts) -> DataFrame:
     """Checkpoint-table migration steps per table, from NiFi lines and CloudTrail records."""
-    logs = events.where((F.col("product") == "nifi") & F.col("event").isin(list(_MIGRATION_EVENTS))
-                        & F.col("table").isNotNull()).select(
-        "table", "ts", F.col("event").alias("step"), F.lit("log").alias("origin"), "host",
-        F.lit(None).cast("string").alias("error_code"), _first_line().alias("detail"), "source", "line_no")
+    base_table = "regexp_replace(`table`, '_migration$', '') AS base_table"
+    logs = events.where(f"product = 'nifi' AND event IN ({sql_list(_MIGRATION_EVENTS)}) AND `table` IS NOT NULL")
+    logs = logs.selectExpr(
+        "`table`", "ts", "event AS step", "'log' AS origin", "host",
+        "CAST(NULL AS STRING) AS error_code", f"{FIRST_LINE} AS detail", "source", "line_no")
     # The copy failure has no line of its own: the start failure whose cause names DynamoDB stands for it.
-    failed = events.where((F.col("event") == "PROCESSOR_START_FAILED")
-                          & F.col("message").contains("DynamoDb")).select(
-        F.col("table"), "ts", F.lit("PROCESSOR_START_FAILED").alias("step"), F.lit("log").alias("origin"), "host",
-        F.col("error_class").alias("error_code"), _first_line().alias("detail"), "source", "line_no")
+    failed = events.where("event = 'PROCESSOR_START_FAILED' AND contains(message, 'DynamoDb')").selectExpr(
+        "`table`", "ts", "'PROCESSOR_START_FAILED' AS step", "'log' AS origin", "host",
+        "error_class AS error_code", f"{FIRST_LINE} AS detail", "source", "line_no")
+    steps = _conform(logs.unionByName(failed).selectExpr("*", base_table), "migration_steps")
     ct = state.cloudtrail
-    trail = ct.where(F.col("table").isNotNull()).select(
-        "table", F.col("time").alias("ts"), F.coalesce("event", F.concat(F.lit("CLOUDTRAIL_"), F.upper("event_name"))).alias("step"),
-        F.lit("cloudtrail").alias("origin"), "host", "error_code",
-        F.concat_ws(" ", "event_name", "error_code", "error_message").alias("detail"), "source", "line_no",
-        F.coalesce(*[F.col(c) for c in ("source_ip", "user_arn") if c in ct.columns], F.lit(None).cast("string"))
-        .alias("actor"),
-    ) if "event_name" in ct.columns else ct.limit(0)
-    steps = _conform(logs.unionByName(failed).withColumn("base_table", F.regexp_replace("table", "_migration$", "")),
-                     "migration_steps")
     if "event_name" in ct.columns:
-        steps = steps.unionByName(_conform(trail.withColumn("base_table", F.regexp_replace("table", "_migration$", "")),
-                                           "migration_steps"))
+        actor = ", ".join([c for c in ("source_ip", "user_arn") if c in ct.columns] + ["CAST(NULL AS STRING)"])
+        trail = ct.where("`table` IS NOT NULL").selectExpr(
+            "`table`", "`time` AS ts", "coalesce(event, concat('CLOUDTRAIL_', upper(event_name))) AS step",
+            "'cloudtrail' AS origin", "host", "error_code",
+            "concat_ws(' ', event_name, error_code, error_message) AS detail", "source", "line_no",
+            f"coalesce({actor}) AS actor",
+        )
+        steps = steps.unionByName(_conform(trail.selectExpr("*", base_table), "migration_steps"))
     return steps
 
 
@@ -624,25 +636,24 @@ def clock_skew(gens: DataFrame) -> DataFrame:
     coordinator within milliseconds, so the median difference of those times between a host and
     the reference host (the one present in most generations) estimates the host's clock offset.
     """
-    moments = gens.select("group_id", "generation", "host", F.col("joined").alias("t"), F.lit("join").alias("m")).unionByName(
-        gens.select("group_id", "generation", "host", F.col("synced").alias("t"), F.lit("sync").alias("m"))
-    ).where(F.col("t").isNotNull())
+    moments = gens.selectExpr("group_id", "generation", "host", "joined AS t", "'join' AS m").unionByName(
+        gens.selectExpr("group_id", "generation", "host", "synced AS t", "'sync' AS m")
+    ).where("t IS NOT NULL")
     # One time per host, generation and moment kind (several threads of one host agree closely).
-    moments = moments.groupBy("group_id", "generation", "m", "host").agg(F.min("t").alias("t"))
-    hosts = moments.groupBy("host").agg(F.countDistinct("group_id", "generation").alias("n"))
-    ref = hosts.orderBy(F.desc("n"), "host").limit(1).select(F.col("host").alias("reference_host"))
-    ref_times = moments.join(ref, moments.host == ref.reference_host).select(
-        "group_id", "generation", "m", "reference_host", F.col("t").alias("t_ref"))
-    diffs = moments.join(ref_times, ["group_id", "generation", "m"]).select(
-        "host", "reference_host", (F.unix_millis("t") - F.unix_millis("t_ref")).alias("d"))
-    skew = diffs.groupBy("host", "reference_host").agg(
-        F.percentile_approx("d", 0.5).alias("offset_ms"), F.count(F.lit(1)).cast("int").alias("samples"),
-        (F.max("d") - F.min("d")).alias("spread_ms"))
-    confidence = (F.when(F.col("host") == F.col("reference_host"), F.lit("reference"))
-                  .when((F.col("samples") >= 4) & (F.col("spread_ms") <= 200), F.lit("high"))
-                  .when((F.col("samples") >= 2) & (F.col("spread_ms") <= 1000), F.lit("medium"))
-                  .otherwise(F.lit("low")))
-    skew = skew.withColumn("confidence", confidence).withColumn("method", F.lit("generation join/sync"))
+    moments = moments.groupBy("group_id", "generation", "m", "host").agg(F.expr("min(t) AS t"))
+    hosts = moments.groupBy("host").agg(F.expr("count(DISTINCT group_id, generation) AS n"))
+    ref = hosts.orderBy(F.desc("n"), "host").limit(1).selectExpr("host AS reference_host")
+    ref_times = moments.join(ref, F.expr("host = reference_host")).selectExpr(
+        "group_id", "generation", "m", "reference_host", "t AS t_ref")
+    diffs = moments.join(ref_times, ["group_id", "generation", "m"]).selectExpr(
+        "host", "reference_host", "unix_millis(t) - unix_millis(t_ref) AS d")
+    skew = diffs.groupBy("host", "reference_host").agg(*_exprs(
+        "percentile_approx(d, 0.5D) AS offset_ms", "CAST(count(1) AS INT) AS samples",
+        "max(d) - min(d) AS spread_ms"))
+    confidence = ("CASE WHEN host = reference_host THEN 'reference'"
+                  " WHEN samples >= 4 AND spread_ms <= 200 THEN 'high'"
+                  " WHEN samples >= 2 AND spread_ms <= 1000 THEN 'medium' ELSE 'low' END")
+    skew = skew.selectExpr("*", f"{confidence} AS confidence", "'generation join/sync' AS method")
     return _conform(skew, "clock_skew")
 
 
@@ -669,10 +680,13 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
         raise ValueError("events must carry run_no and run_id (toolkit.events.tag_runs) before the timeline is built")
     spark = events.sparkSession
     config = config_with_runs(events, config)
-    runs = process_runs(events, config, run_bounds)
-    lifecycles = task_lifecycles(events, runs)
-    thread_states, client_states = state_intervals(events, runs)
+    # The tables that need a run's end take it from the spans, not from the whole process_runs plan.
+    spans = run_spans(events, run_bounds)
+    runs = process_runs(events, config, run_bounds, spans=spans)
+    lifecycles = task_lifecycles(events, spans)
+    thread_states, client_states = _split_states(_state_changes(events, spans))
     gens = generations(events)
+    nifi = nifi_tables(events, state, runs)
     return Timeline(
         events=events,
         config=config if config is not None else spark.createDataFrame([], "host string, run_id string, key string, value string"),
@@ -690,4 +704,6 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
         nifi_processor_events=nifi_processor_events(events),
         migration_steps=migration_steps(events, state),
         clock_skew=clock_skew(gens),
+        nifi_checkpoints=nifi["nifi_checkpoints"],
+        nifi_state_changes=nifi["nifi_state_changes"],
     )

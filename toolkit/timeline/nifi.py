@@ -13,10 +13,11 @@ the same thread, then the repository of the preceding line on that thread in the
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from toolkit.timeline.schemas import TABLES
+from toolkit.timeline.sql import conform, quoted, sql_list, sql_map, sql_str
 
 #: event -> (repository or None when the line does not say, kind)
 CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
@@ -56,135 +57,131 @@ LISTING_TIMESTAMP_KEY = "listing.timestamp"
 
 
 def _conform(df: DataFrame, name: str) -> DataFrame:
-    schema = TABLES[name]
-    return df.select(*[
-        (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name) for f in schema.fields
-    ])
+    return conform(df, TABLES[name])
 
 
-def _mapping(pairs: dict[str, str]) -> Column:
-    return F.create_map(*[x for k, v in pairs.items() for x in (F.lit(k), F.lit(v))])
+def _repository_from_path(path: str) -> str:
+    """SQL: the repository a path belongs to, null when it does not say."""
+    return (f"CASE WHEN contains({path}, 'flowfile_repository') THEN 'flowfile'"
+            f" WHEN {path} RLIKE '(^|/)state/local(/|$)' OR {path} RLIKE '(^|/)local$' THEN 'local_state' END")
 
 
-def _repository_from_path(path: Column) -> Column:
-    return (F.when(path.contains("flowfile_repository"), F.lit("flowfile"))
-            .when(path.rlike(r"(^|/)state/local(/|$)") | path.rlike(r"(^|/)local$"), F.lit("local_state")))
+#: Events whose problem text is worth a column.
+_PROBLEM_EVENTS = ("FLOWFILE_REPO_CHECKPOINT_FAILED", "WAL_CHECKPOINT_FAILED", "STATE_PROVIDER_CHECKPOINT_FAILED",
+                   "WAL_JOURNAL_POISONED", "WAL_JOURNAL_TRUNCATED", "WAL_JOURNAL_NUL_BYTES", "WAL_SNAPSHOT_EMPTY")
 
 
 def checkpoint_rows_from_logs(events: DataFrame) -> DataFrame:
     """Log half of ``nifi_checkpoints``: one row per repository life-cycle line."""
-    names = list(CHECKPOINT_EVENTS)
-    ev = events.where((F.col("product") == "nifi") & F.col("event").isin(names))
-    fixed = _mapping({k: v[0] for k, v in CHECKPOINT_EVENTS.items() if v[0]})
-    kinds = _mapping({k: v[1] for k, v in CHECKPOINT_EVENTS.items()})
-    thread = F.coalesce(F.col("thread"), F.lit(""))
-    ev = ev.withColumn("_thread", thread).withColumn(
-        "_repo", F.coalesce(fixed[F.col("event")], _repository_from_path(F.coalesce(F.col("path"), F.lit(""))),
-                            F.when(F.col("_thread") == LOCAL_STATE_THREAD, F.lit("local_state"))))
-    order = Window.partitionBy("host", "run_id", "_thread").orderBy("ts", "line_no")
-    ev = ev.withColumn("_next", F.lead("event").over(order))
-    ev = ev.withColumn("_repo", F.coalesce(
-        "_repo", F.when((F.col("event") == "WAL_CHECKPOINTED") & (F.col("_next") == "FLOWFILE_REPO_CHECKPOINTED"),
-                        F.lit("flowfile"))))
-    before = order.rowsBetween(Window.unboundedPreceding, -1)
-    ev = ev.withColumn("_repo", F.coalesce("_repo", F.last("_repo", ignorenulls=True).over(before), F.lit("unknown")))
+    ev = events.where(f"product = 'nifi' AND event IN ({sql_list(CHECKPOINT_EVENTS)})")
+    fixed = sql_map({k: v[0] for k, v in CHECKPOINT_EVENTS.items() if v[0]})
+    kinds = sql_map({k: v[1] for k, v in CHECKPOINT_EVENTS.items()})
+    by_path = _repository_from_path("coalesce(path, '')")
+    ev = ev.selectExpr("*", "coalesce(thread, '') AS _thread")
+    ev = ev.selectExpr(
+        "*", f"coalesce({fixed}[event], {by_path}, CASE WHEN _thread = {sql_str(LOCAL_STATE_THREAD)}"
+             " THEN 'local_state' END) AS _repo")
+    order = "PARTITION BY host, run_id, _thread ORDER BY ts, line_no"
+    ev = ev.withColumn("_next", F.expr(f"lead(event) OVER ({order})"))
+    ev = ev.withColumn("_repo", F.expr(
+        "coalesce(_repo, CASE WHEN event = 'WAL_CHECKPOINTED' AND _next = 'FLOWFILE_REPO_CHECKPOINTED'"
+        " THEN 'flowfile' END)"))
+    ev = ev.withColumn("_repo", F.expr(
+        f"coalesce(_repo, last(_repo, true) OVER ({order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),"
+        " 'unknown')"))
     # The FlowFile repository's own line says the same as its write-ahead log's: count each checkpoint once.
-    kind = F.when((F.col("event") == "WAL_CHECKPOINTED") & (F.col("_repo") == "flowfile"),
-                  F.lit("wal_checkpointed")).otherwise(kinds[F.col("event")])
-    swap = (F.when(F.col("event") == "FLOWFILE_REPO_RESTORED", F.col("count"))
-            .when(F.col("event").isin("WAL_CHECKPOINTED", "WAL_SNAPSHOT_RESTORED"), F.col("count"))
-            .when(F.col("event") == "WAL_SNAPSHOT_RECOVERED", F.col("detail").cast("bigint")))
-    records = F.when(F.col("event") == "FLOWFILE_REPO_ORPHANED", F.col("count")).otherwise(F.col("records"))
-    max_tx = F.when(F.col("event").isin("WAL_CHECKPOINTED", "WAL_SNAPSHOT_RECOVERED", "WAL_SNAPSHOT_RESTORED"),
-                    F.col("offset"))
-    problem = F.when(F.col("event").isin("FLOWFILE_REPO_CHECKPOINT_FAILED", "WAL_CHECKPOINT_FAILED",
-                                         "STATE_PROVIDER_CHECKPOINT_FAILED", "WAL_JOURNAL_POISONED",
-                                         "WAL_JOURNAL_TRUNCATED", "WAL_JOURNAL_NUL_BYTES", "WAL_SNAPSHOT_EMPTY"),
-                     F.substring_index(F.coalesce(F.col("stack"), F.col("message")), "\n", 1))
-    out = ev.select(
-        "host", "run_id", F.col("_repo").alias("repository"), "ts", kind.alias("kind"),
-        records.alias("records"), swap.alias("swap_files"), "duration_ms", max_tx.alias("max_transaction_id"),
-        F.lit("log").alias("origin"), "event", "thread", "path", problem.alias("problem"), "source", "line_no",
+    kind = (f"CASE WHEN event = 'WAL_CHECKPOINTED' AND _repo = 'flowfile' THEN 'wal_checkpointed'"
+            f" ELSE {kinds}[event] END")
+    swap = ("CASE WHEN event = 'FLOWFILE_REPO_RESTORED' THEN count"
+            " WHEN event IN ('WAL_CHECKPOINTED', 'WAL_SNAPSHOT_RESTORED') THEN count"
+            " WHEN event = 'WAL_SNAPSHOT_RECOVERED' THEN CAST(detail AS BIGINT) END")
+    records = "CASE WHEN event = 'FLOWFILE_REPO_ORPHANED' THEN count ELSE records END"
+    max_tx = ("CASE WHEN event IN ('WAL_CHECKPOINTED', 'WAL_SNAPSHOT_RECOVERED', 'WAL_SNAPSHOT_RESTORED')"
+              " THEN offset END")
+    problem = (f"CASE WHEN event IN ({sql_list(_PROBLEM_EVENTS)})"
+               " THEN substring_index(coalesce(stack, message), '\\n', 1) END")
+    out = ev.selectExpr(
+        "host", "run_id", "_repo AS repository", "ts", f"{kind} AS kind",
+        f"{records} AS records", f"{swap} AS swap_files", "duration_ms", f"{max_tx} AS max_transaction_id",
+        "'log' AS origin", "event", "thread", "path", f"{problem} AS problem", "source", "line_no",
     )
     return _conform(out, "nifi_checkpoints")
 
 
 def checkpoint_rows_from_capture(files: DataFrame) -> DataFrame:
     """Capture half of ``nifi_checkpoints``: the snapshot and journal files of each write-ahead log."""
-    rows = files.where(F.col("kind").isin("snapshot", "snapshot_partial", "journal")).select(
-        "host", "repository", F.col("mtime").alias("ts"), "kind", "records", "max_transaction_id",
-        F.lit("capture").alias("origin"), "path", F.col("mtime").alias("file_mtime"), "capture_time", "complete",
-        F.coalesce("problem", "note").alias("problem"), "source",
-        F.when(F.col("kind") == "journal", F.col("last_transaction_id")).otherwise(F.col("max_transaction_id"))
-        .alias("_max_tx"),
-    ).withColumn("max_transaction_id", F.col("_max_tx"))
+    rows = files.where("kind IN ('snapshot', 'snapshot_partial', 'journal')").selectExpr(
+        "host", "repository", "mtime AS ts", "kind", "records",
+        "'capture' AS origin", "path", "mtime AS file_mtime", "capture_time", "complete",
+        "coalesce(problem, note) AS problem", "source",
+        "CASE WHEN kind = 'journal' THEN last_transaction_id ELSE max_transaction_id END AS max_transaction_id",
+    )
     return _conform(rows, "nifi_checkpoints")
 
 
-def _millis_to_ts(text: Column) -> Column:
-    return F.when(text.rlike(r"^\d{10,16}$"), F.timestamp_millis(text.cast("bigint")))
+def _millis_to_ts(text: str) -> str:
+    """SQL: epoch millis written as text, as a time (null unless it looks like one)."""
+    return f"CASE WHEN {text} RLIKE '^\\\\d{{10,16}}$' THEN timestamp_millis(CAST({text} AS BIGINT)) END"
 
 
 def state_rows_from_logs(events: DataFrame) -> DataFrame:
     """Log half of ``nifi_state_changes``."""
-    ev = events.where((F.col("product") == "nifi") & F.col("event").isin(list(STATE_EVENTS)))
-    out = ev.select(
+    ev = events.where(f"product = 'nifi' AND event IN ({sql_list(STATE_EVENTS)})")
+    out = ev.selectExpr(
         "host", "run_id", "component_type", "component_id", "ts",
-        _mapping(STATE_EVENTS)[F.col("event")].alias("kind"), F.lit("log").alias("origin"), "records",
-        F.substring_index(F.col("message"), "\n", 1).alias("detail"), "event", "source", "line_no",
+        f"{sql_map(STATE_EVENTS)}[event] AS kind", "'log' AS origin", "records",
+        "substring_index(message, '\\n', 1) AS detail", "event", "source", "line_no",
     )
     return _conform(out, "nifi_state_changes")
 
 
 def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
     """Capture half of ``nifi_state_changes``: every applied record against the component's record before it."""
-    records = local_state.groupBy("host", "source", "path", "component_id", "record_no").agg(
-        F.first("update_type").alias("update_type"), F.first("state_version").alias("state_version"),
-        F.first("entry_count").alias("entry_count"), F.first("applied").alias("applied"),
-        F.first("current").alias("current"), F.first("origin").alias("origin_file"),
-        F.first("file_mtime").alias("file_mtime"), F.first("capture_time").alias("capture_time"),
-        F.first("version_hint").alias("version_hint"),
-        F.max(F.when(F.col("key") == LISTING_TIMESTAMP_KEY, F.col("value"))).alias("_listing"),
+    records = local_state.groupBy("host", "source", "path", "component_id", "record_no").agg(*[F.expr(e) for e in (
+        "first(update_type) AS update_type", "first(state_version) AS state_version",
+        "first(entry_count) AS entry_count", "first(applied) AS applied",
+        "first(current) AS current", "first(origin) AS origin_file",
+        "first(file_mtime) AS file_mtime", "first(capture_time) AS capture_time",
+        "first(version_hint) AS version_hint",
+        f"max(CASE WHEN key = {sql_str(LISTING_TIMESTAMP_KEY)} THEN value END) AS _listing",
+    )])
+    order = "PARTITION BY host, source, version_hint, component_id ORDER BY record_no"
+    applied = records.where("applied").selectExpr(
+        "*", f"lag(entry_count) OVER ({order}) AS entries_before", f"lag(_listing) OVER ({order}) AS _listing_before",
+        f"row_number() OVER ({order}) = 1 AS _first")
+    kind = ("CASE WHEN update_type = 'DELETE' THEN 'deleted'"
+            " WHEN coalesce(entry_count, 0) = 0 AND NOT _first THEN 'cleared'"
+            " WHEN _first THEN 'first_seen'"
+            f" WHEN {_millis_to_ts('_listing')} < {_millis_to_ts('_listing_before')} THEN 'regressed'"
+            " ELSE 'updated' END")
+    detail = (
+        "concat_ws('; ', concat('record ', update_type, ' version ', coalesce(CAST(state_version AS STRING), '-'),"
+        " ' in ', path), CASE WHEN _listing_before IS NOT NULL OR _listing IS NOT NULL THEN concat("
+        f"{sql_str(LISTING_TIMESTAMP_KEY + ' ')}, coalesce(_listing_before, 'none'), ' -> ',"
+        " coalesce(_listing, 'none')) END)"
     )
-    applied = records.where(F.col("applied"))
-    order = Window.partitionBy("host", "source", "version_hint", "component_id").orderBy("record_no")
-    applied = (applied.withColumn("entries_before", F.lag("entry_count").over(order))
-               .withColumn("_listing_before", F.lag("_listing").over(order))
-               .withColumn("_first", F.row_number().over(order) == 1))
-    listing_after = _millis_to_ts(F.col("_listing"))
-    listing_before = _millis_to_ts(F.col("_listing_before"))
-    kind = (F.when(F.col("update_type") == "DELETE", F.lit("deleted"))
-            .when((F.coalesce("entry_count", F.lit(0)) == 0) & ~F.col("_first"), F.lit("cleared"))
-            .when(F.col("_first"), F.lit("first_seen"))
-            .when(listing_after < listing_before, F.lit("regressed"))
-            .otherwise(F.lit("updated")))
-    detail = F.concat_ws(
-        "; ", F.concat(F.lit("record "), F.col("update_type"), F.lit(" version "), F.coalesce(
-            F.col("state_version").cast("string"), F.lit("-")), F.lit(" in "), F.col("path")),
-        F.when(F.col("_listing_before").isNotNull() | F.col("_listing").isNotNull(), F.concat(
-            F.lit(LISTING_TIMESTAMP_KEY + " "), F.coalesce(F.col("_listing_before"), F.lit("none")), F.lit(" -> "),
-            F.coalesce(F.col("_listing"), F.lit("none")))),
+    changes = applied.selectExpr(
+        "host", "component_id", "file_mtime AS ts", f"{kind} AS kind", "'capture' AS origin",
+        "state_version", "entries_before", "entry_count AS entries_after",
+        f"{_millis_to_ts('_listing_before')} AS listing_before", f"{_millis_to_ts('_listing')} AS listing_after",
+        f"{detail} AS detail", "file_mtime", "source",
     )
-    changes = applied.select(
-        "host", "component_id", F.col("file_mtime").alias("ts"), kind.alias("kind"), F.lit("capture").alias("origin"),
-        "state_version", "entries_before", F.col("entry_count").alias("entries_after"),
-        listing_before.alias("listing_before"), listing_after.alias("listing_after"), detail.alias("detail"),
-        "file_mtime", "source",
-    )
-    # 1.x state next to a 2.x write-ahead log: 2.x never reads the 1.x files (no migration in the source).
-    current = records.where(F.col("current") & (F.col("update_type") != "DELETE"))
-    v1 = current.where(F.col("version_hint") == "1.x")
-    v2_sources = records.where(F.col("version_hint") == "2.x").select("host", "source").distinct()
-    v2_components = records.where(F.col("version_hint") == "2.x").select("host", "source", "component_id").distinct()
-    lost = (v1.join(v2_sources, ["host", "source"], "inner").join(v2_components, ["host", "source", "component_id"],
-                                                                  "left_anti")
-            .select("host", "component_id", F.coalesce("capture_time", "file_mtime").alias("ts"),
-                    F.lit("not_carried_over").alias("kind"), F.lit("capture").alias("origin"), "state_version",
-                    F.col("entry_count").alias("entries_before"), F.lit(0).alias("entries_after"),
-                    _millis_to_ts(F.col("_listing")).alias("listing_before"),
-                    F.concat(F.lit("1.x local state in "), F.col("path"),
-                             F.lit(" is not read by the 2.x write-ahead log in the same folder")).alias("detail"),
-                    "file_mtime", "source"))
+    # 1.x state next to a 2.x write-ahead log: 2.x never reads the 1.x files (no migration in the source). A
+    # component's current 1.x record is lost when its capture has 2.x records, none of them the component's.
+    has_v2 = "max(CASE WHEN version_hint = '2.x' THEN 1 ELSE 0 END) OVER"
+    v1 = records.selectExpr(
+        "*", f"{has_v2} (PARTITION BY host, source) = 1 AS _v2_capture",
+        f"{has_v2} (PARTITION BY host, source, component_id) = 1 AS _v2_component",
+    ).where("current AND update_type != 'DELETE' AND version_hint = '1.x'")
+    lost = (v1.where("host IS NOT NULL AND source IS NOT NULL AND _v2_capture"
+                     " AND NOT (component_id IS NOT NULL AND _v2_component)")
+            .selectExpr("host", "component_id", "coalesce(capture_time, file_mtime) AS ts",
+                        "'not_carried_over' AS kind", "'capture' AS origin", "state_version",
+                        "entry_count AS entries_before", "0 AS entries_after",
+                        f"{_millis_to_ts('_listing')} AS listing_before",
+                        "concat('1.x local state in ', path,"
+                        " ' is not read by the 2.x write-ahead log in the same folder') AS detail",
+                        "file_mtime", "source"))
     return _conform(changes, "nifi_state_changes").unionByName(_conform(lost, "nifi_state_changes"))
 
 
@@ -200,9 +197,9 @@ _EVENT_COLUMNS = {
 def _with_event_columns(events: DataFrame) -> DataFrame:
     """Events as the NiFi tables need them: a hand-built or partial events frame gets null columns."""
     missing = [name for name in _EVENT_COLUMNS if name not in events.columns]
-    for name in missing:
-        events = events.withColumn(name, F.lit(None).cast(_EVENT_COLUMNS[name]))
-    return events
+    if not missing:
+        return events
+    return events.selectExpr("*", *[f"CAST(NULL AS {_EVENT_COLUMNS[name]}) AS {quoted(name)}" for name in missing])
 
 
 def nifi_tables(events: DataFrame, state, runs: DataFrame | None = None) -> dict[str, DataFrame]:

@@ -1,0 +1,56 @@
+"""SQL text for the timeline's expressions.
+
+Classic PySpark makes a round trip to the JVM for every Column it builds (about ten with the query
+context it records), while one ``selectExpr``, ``where`` or ``F.expr`` of SQL text makes a single one
+for the whole expression. The timeline tables are a few hundred expressions, so they are written as SQL
+text: the plans are the same, they are built in a fraction of the time, and Spark Connect accepts them
+unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql.types import DataType, StructType, TimestampType
+
+
+def sql_str(value: str) -> str:
+    """A Spark SQL string literal (the SQL parser processes backslash escapes)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
+def sql_list(values: Iterable[str]) -> str:
+    """String literals separated by commas, for ``IN (...)``, ``array(...)`` and the like."""
+    return ", ".join(sql_str(v) for v in values)
+
+
+def sql_map(pairs: Mapping[str, str]) -> str:
+    """A literal ``map(...)`` of strings to strings."""
+    return "map(" + ", ".join(f"{sql_str(k)}, {sql_str(v)}" for k, v in pairs.items()) + ")"
+
+
+def sql_type(data_type: DataType) -> str:
+    """A column type as SQL text; ``TimestampType`` is named ``timestamp_ltz`` so that it means the same
+    whatever ``spark.sql.timestampType`` says."""
+    return "timestamp_ltz" if isinstance(data_type, TimestampType) else data_type.simpleString()
+
+
+def quoted(name: str) -> str:
+    """A column name as an SQL identifier (column names such as ``end`` or ``table`` are keywords)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def conform(df: DataFrame, schema: StructType) -> DataFrame:
+    """Exactly the schema's columns, in order, each of its type (missing ones as typed nulls): one projection."""
+    present = {f.name: f.dataType for f in df.schema.fields}
+    columns = []
+    for f in schema.fields:
+        name = quoted(f.name)
+        if f.name not in present:
+            columns.append(f"CAST(NULL AS {sql_type(f.dataType)}) AS {name}")
+        elif present[f.name] == f.dataType:
+            columns.append(name)
+        else:
+            columns.append(f"CAST({name} AS {sql_type(f.dataType)}) AS {name}")
+    return df.selectExpr(*columns)
