@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     from toolkit.cache import ParseCache
+    from toolkit.options import AnalysisOptions
     from toolkit.detectors import run_detectors
     from toolkit.pipeline import analyse
     from toolkit.spark import get_spark
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                 sc.setJobGroup(group, group)
 
             step("start")
-            analysis = analyse(spark, args.bundle, scratch / f"out-{run}", cache=cache, progress=step)
+            # Without --cache the user's default parse cache must not answer either.
+            options = AnalysisOptions(use_cache=cache is not None)
+            analysis = analyse(spark, args.bundle, scratch / f"out-{run}", options, cache=cache, progress=step)
             step("detectors")
             findings = run_detectors(analysis.timeline)
             step("end")
