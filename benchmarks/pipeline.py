@@ -107,7 +107,7 @@ def _cache_kwargs(fn, scratch: Path, use_cache: bool) -> tuple[dict, str | None]
     params = inspect.signature(fn).parameters
     switch = next((name for name in CACHE_SWITCHES if name in params), None)
     if switch is None or not use_cache:
-        return {}, switch  # the default is no cache: every warm run parses for real
+        return {}, switch  # the caller turns the default cache off: every warm run parses for real
     from toolkit.cache import ParseCache
 
     return {switch: ParseCache(scratch / "parse-cache")}, switch
@@ -143,6 +143,11 @@ def _stages_via_analyse(spark, analyse, bundle, out_dir_of, scratch, use_cache):
                 if message.startswith(prefix):
                     marks.append((time.perf_counter(), stage))
 
+        if switch is not None and not use_cache and "options" in inspect.signature(analyse).parameters:
+            # No cache given means none at all: the user's default parse cache must not answer a "parse".
+            from toolkit.options import AnalysisOptions
+
+            cache_kw["options"] = AnalysisOptions(use_cache=False)
         results["analysis"] = analyse(spark, bundle, out_dir_of(), progress=progress, **cache_kw)
         marks.append((time.perf_counter(), "end"))
         results["split"] = {stage: t1 - t0 for (t0, stage), (t1, _) in zip(marks, marks[1:])}

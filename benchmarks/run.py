@@ -152,9 +152,23 @@ def check(w: Watched, what: str) -> None:
         raise SystemExit(f"{what} failed (exit {w.returncode}):\n{tail}")
 
 
-def no_server_env() -> dict:
-    """Environment for a command that must start its own Spark (a running serve server is not used)."""
-    return {"SPARK_MASTER": "local[*]"}
+def no_server_env(cache_dir: Path | None = None) -> dict:
+    """Environment for a command that must start its own Spark (a running serve server is not used).
+
+    ``cache_dir``: its parse cache (emptied first), so that the user's default cache never answers a
+    command that is timed as a first run.
+    """
+    env = {"SPARK_MASTER": "local[*]"}
+    if cache_dir is not None:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        env["STREAM_INCIDENT_CACHE"] = str(cache_dir)
+    return env
+
+
+def above(gb: float, limit: float | None) -> bool:
+    """A generated bundle's size against a ``--*-max-gb`` limit: sizes are only near their nominal
+    value (2.002 GB for "2"), so a limit of 2 includes it."""
+    return limit is not None and gb > limit * 1.05
 
 
 NO_REMOTE = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
@@ -228,7 +242,7 @@ def run_worker(bundles: list[Path], scratch: Path, master: str, repeat: int, dri
            "--scratch", str(scratch / "pipeline")]
     if driver_memory:
         cmd += ["--driver-memory", driver_memory]
-    w = watch(cmd, env=no_server_env(), label=f"worker {master}", unset=NO_REMOTE)
+    w = watch(cmd, env=no_server_env(scratch / "worker-cache"), label=f"worker {master}", unset=NO_REMOTE)
     check(w, f"pipeline worker ({master})")
     res = last_json(w.stdout)
     res.update(jvm_peak_mb=w.jvm_peak_mb, worker_cpu_s=w.cpu_s, worker_wall_s=w.seconds)
@@ -254,7 +268,8 @@ def run_samples(samples: list[str], report_samples: list[str], scratch: Path, dr
     for name in report_samples:
         out = scratch / "report"
         shutil.rmtree(out, ignore_errors=True)
-        w = watch([CLI, "report", str(SAMPLES_DIR / name), "--out", str(out), "--quiet"], env=no_server_env(),
+        w = watch([CLI, "report", str(SAMPLES_DIR / name), "--out", str(out), "--quiet"],
+                  env=no_server_env(scratch / "report-cache"),
                   label="report cold", unset=NO_REMOTE)
         res["report_cold"][name] = ({"wall_s": w.seconds, "cpu_s": w.cpu_s} if w.returncode == 0
                                     else {"failed": w.stderr.strip().splitlines()[-1:]})
@@ -271,6 +286,7 @@ def run_samples(samples: list[str], report_samples: list[str], scratch: Path, dr
 def run_serve(samples: list[str], report_samples: list[str], scratch: Path) -> dict:
     """Start ``stream-incident serve`` (its own cache dir), detect each sample twice through it, stop it."""
     env = {"STREAM_INCIDENT_CACHE": str(scratch / "serve-cache")}
+    shutil.rmtree(scratch / "serve-cache", ignore_errors=True)
     unset = ("SPARK_MASTER", *NO_REMOTE)
     env_all = {k: v for k, v in {**os.environ, **env}.items() if k not in unset}
     t0 = time.perf_counter()
@@ -282,11 +298,16 @@ def run_serve(samples: list[str], report_samples: list[str], scratch: Path) -> d
         return res
     try:
         for name in samples:
-            cmd = [CLI, "detect", str(SAMPLES_DIR / name), "--format", "json", "--quiet", "--no-cache"]
-            first = watch(cmd, env=env, unset=unset, label="detect via serve (1st)")
-            again = watch(cmd, env=env, unset=unset, label="detect via serve (2nd)")
+            cmd = [CLI, "detect", str(SAMPLES_DIR / name), "--format", "json", "--quiet"]
+            first = watch([*cmd, "--no-cache"], env=env, unset=unset, label="detect via serve (1st)")
+            again = watch([*cmd, "--no-cache"], env=env, unset=unset, label="detect via serve (2nd)")
+            # As a user re-runs it: the parse cache on (filled by the first of these two).
+            filling = watch(cmd, env=env, unset=unset, label="detect via serve (cache filled)")
+            cached = watch(cmd, env=env, unset=unset, label="detect via serve (cached)")
             res["detect"][name] = {"first_s": first.seconds, "wall_s": again.seconds, "cpu_s": again.cpu_s,
-                                   "ok": first.returncode == again.returncode == 0}
+                                   "cached_s": cached.seconds,
+                                   "ok": first.returncode == again.returncode == filling.returncode
+                                   == cached.returncode == 0}
         for name in report_samples:
             out = scratch / "report-serve"
             shutil.rmtree(out, ignore_errors=True)
@@ -383,15 +404,16 @@ def sizes_markdown(res: dict) -> str:
 
 
 def samples_markdown(sm: dict) -> str:
-    out = ["| sample | detect cold s (CPU s) | detect warm s | detect via serve s | report cold s | report via serve s | expected findings |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| sample | detect cold s (CPU s) | detect warm s | detect via serve s | via serve, cached s | report cold s "
+           "| report via serve s | expected findings |",
+           "|---|---|---|---|---|---|---|---|"]
     for name, cold in sm["detect_cold"].items():
         warm = sm["detect_warm"].get(name, {})
         srv = sm.get("serve", {}).get("detect", {}).get(name, {})
         rep = sm["report_cold"].get(name, {})
         rsrv = sm.get("serve", {}).get("report", {}).get(name, {})
         out.append(f"| {name} | {fmt(cold['wall_s'])} ({fmt(cold['cpu_s'])}) | {fmt(warm.get('warm_s'))} "
-                   f"| {fmt(srv.get('wall_s'))} | {fmt(rep.get('wall_s'), none='-')} | {fmt(rsrv.get('wall_s'), none='-')} "
+                   f"| {fmt(srv.get('wall_s'))} | {fmt(srv.get('cached_s'))} | {fmt(rep.get('wall_s'), none='-')} | {fmt(rsrv.get('wall_s'), none='-')} "
                    f"| {'yes' if cold['expected_found'] else 'NO'} ({', '.join(cold['expected']) or 'none'}) |")
     if sm.get("serve", {}).get("start_s"):
         out.append(f"\nWarm session start {fmt(sm['warm_session_s'])} s; serve start {fmt(sm['serve']['start_s'])} s.")
@@ -435,10 +457,13 @@ def evaluate_targets(res: dict) -> list[tuple[str, str, str]]:
         cold = {n: c["wall_s"] for n, c in sm["detect_cold"].items()}
         warm = {n: w["warm_s"] for n, w in sm["detect_warm"].items() if w.get("warm_s")}
         srv = {n: d["wall_s"] for n, d in sm.get("serve", {}).get("detect", {}).items()}
+        srv_cached = {n: d["cached_s"] for n, d in sm.get("serve", {}).get("detect", {}).items() if d.get("cached_s")}
         rep = {n: r["wall_s"] for n, r in sm["report_cold"].items() if "wall_s" in r}
         for label, figures, limit in (("detect < 20 s cold on every sample", cold, "sample_detect_cold_max_s"),
                                       ("detect < 5 s warm (same session)", warm, "sample_detect_warm_max_s"),
-                                      ("detect < 5 s warm (through serve)", srv, "sample_detect_warm_max_s"),
+                                      ("detect < 5 s warm (through serve, --no-cache)", srv, "sample_detect_warm_max_s"),
+                                      ("detect < 5 s warm (through serve, parse cache)", srv_cached,
+                                       "sample_detect_warm_max_s"),
                                       ("report < 45 s cold", rep, "sample_report_cold_max_s")):
             if figures:
                 worst = max(figures, key=figures.get)
@@ -544,9 +569,9 @@ def main(argv: list[str] | None = None) -> int:
             row["grep"] = run_grep(files)
             row["script"] = run_script(ds.path, prefilters)
             say_saved(res, args.name, f"grep {row['grep']}; script {row['script']}")
-            row["cold"] = run_detect_cold(ds.path, scratch, twice=args.rerun_max_gb is None or gb <= args.rerun_max_gb)
+            row["cold"] = run_detect_cold(ds.path, scratch, twice=not above(gb, args.rerun_max_gb))
             say_saved(res, args.name, f"cold {row['cold']}")
-            repeat = 1 if args.warm_max_gb is not None and gb > args.warm_max_gb else 2
+            repeat = 1 if above(gb, args.warm_max_gb) else 2
             worker = run_worker([ds.path], scratch, "local[2]", repeat, args.driver_memory)
             row["warm"] = {**summarize_runs(worker["runs"]), "session_s": worker["session_s"],
                            "driver_peak_rss_mb": worker["driver_peak_rss_mb"], "jvm_peak_mb": worker["jvm_peak_mb"],

@@ -54,6 +54,38 @@ def test_second_run_reuses_and_changed_file_is_reparsed(spark, tmp_path):
     assert report.totals["lines"] == 5 and report.totals["unaccounted_files"] == 0
 
 
+def test_a_cached_run_accounts_for_every_line_as_the_first_run_did(spark, tmp_path):
+    bundle = tmp_path / "bundle"
+    (bundle / "h-0").mkdir(parents=True)
+    # A continuation line with no record above it is kept as unparsed: the report shows it as an example.
+    (bundle / "h-0" / "app.log").write_text("\tat org.example.Cut.off(Cut.java:7)\n" + LINE.format(1) + LINE.format(2))
+    (bundle / "h-0" / "empty.log").write_text("")
+    cache = ParseCache(tmp_path / "cache")
+
+    _, first, _ = _run(spark, bundle, tmp_path / "out1", cache)
+    said, again, _ = _run(spark, bundle, tmp_path / "out2", cache)
+    assert "2 of 2 log files unchanged since an earlier run (cache)" in said
+    kept = sorted(p.name for p in (tmp_path / "cache" / "meta").glob("*.accounting.json"))
+    assert len(kept) == 2
+    as_json = lambda report: {k: v for k, v in report.to_json().items() if k != "bundle"}  # noqa: E731
+    assert as_json(again) == as_json(first)
+    app = next(f for f in first.files if f.path == "h-0/app.log")
+    assert (app.lines, app.records, app.unparsed) == (3, 2, 1)
+    assert app.unparsed_examples == [{"line_no": 1, "text": "\tat org.example.Cut.off(Cut.java:7)"}]
+    assert app.first_ts == "2026-03-07T14:02:01Z" and app.last_ts == "2026-03-07T14:02:02Z"
+
+
+def test_an_empty_state_table_is_written_without_spark_and_reads_with_its_schema(spark, tmp_path):
+    from toolkit.ingest import write_empty_table
+    from toolkit.state.schemas import STATE_SCHEMAS
+
+    for name, schema in STATE_SCHEMAS.items():
+        write_empty_table(schema, tmp_path / name)
+        table = spark.read.parquet(str(tmp_path / name))
+        assert [(f.name, f.dataType) for f in table.schema] == [(f.name, f.dataType) for f in schema], name
+        assert table.count() == 0
+
+
 def test_events_are_reused_only_while_every_file_is_unchanged(spark, tmp_path):
     from toolkit.pipeline import analyse
 

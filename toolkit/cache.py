@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from pyspark.sql.types import StructType
 
@@ -235,7 +235,27 @@ class ParseCache:
         except (OSError, ValueError, TypeError):  # none kept (the usual case), or unreadable: nothing to add
             return []
 
+    def _accounting_path(self, key: str) -> Path:
+        return self.meta_dir / f"{key}.accounting.json"
+
+    def remember_accounting(self, key: str, figures: Mapping[str, Any]) -> None:
+        """Keep one file's line-accounting figures (what :func:`toolkit.ingest.summarize` aggregates from its
+        records), so a run that reads the records from the cache does not aggregate them again."""
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self._accounting_path(key).with_suffix(".tmp")
+        tmp.write_text(json.dumps(dict(figures), default=str), encoding="utf-8")
+        tmp.replace(self._accounting_path(key))
+
+    def recall_accounting(self, key: str) -> dict | None:
+        """The figures kept by :meth:`remember_accounting`, or None (not kept, or unreadable)."""
+        try:
+            data = json.loads(self._accounting_path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
     def forget(self, key: str) -> None:
         (self.meta_dir / f"{key}.json").unlink(missing_ok=True)
         self._problems_path(key).unlink(missing_ok=True)
+        self._accounting_path(key).unlink(missing_ok=True)
         shutil.rmtree(self.records_path(key), ignore_errors=True)

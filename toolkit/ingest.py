@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
 from toolkit.layouts import Detection, ParsedLogs, parse_logs
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
 from toolkit.schemas import UNPARSED
-from toolkit.state.schemas import STATE_TABLES
+from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
 
 REPLACEMENT_CHAR = "\ufffd"
 UNPARSED_EXAMPLES = 3
@@ -81,8 +83,18 @@ class IngestReport:
         }
 
 
-def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestReport:
-    """Aggregate the records per file (one small Spark job) and check the line accounting."""
+def _iso(ts: Any) -> str | None:
+    return ts.isoformat() if ts is not None else None
+
+
+#: The accounting figures of a file none of whose lines became a record (an empty file).
+NO_RECORDS = {"records": 0, "continuation": 0, "unparsed": 0, "bad_utf8": 0, "nul_records": 0,
+              "first_ts": None, "last_ts": None, "examples": []}
+
+
+def record_figures(records: DataFrame) -> dict[str, dict]:
+    """Per file (``source``): what the line accounting needs from its records (counts, bad and NUL
+    lines, first and last timestamp as ISO text, the first unparsed lines), in two small Spark jobs."""
     text = F.concat_ws("\n", *[F.col(c) for c in ("ts_raw", "thread", "logger", "message", "stack")])
     per_file = records.groupBy("source").agg(
         F.sum(F.when(F.col("layout") != UNPARSED, 1).otherwise(0)).alias("records"),
@@ -95,9 +107,11 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestR
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
     )
-    table = parsed.line_counts.join(per_file, "source", "left")
-    stats = {r["source"]: r.asDict() for r in table.collect()}
-    examples: dict[str, list[dict]] = {}
+    figures = {}
+    for row in per_file.collect():
+        one = row.asDict()
+        source = one.pop("source")
+        figures[source] = {**one, "first_ts": _iso(one["first_ts"]), "last_ts": _iso(one["last_ts"]), "examples": []}
     unparsed_rows = (
         records.where(F.col("layout") == UNPARSED)
         .groupBy("source")
@@ -106,7 +120,29 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestR
         .collect()
     )
     for row in unparsed_rows:
-        examples[row["source"]] = [{"line_no": e["line_no"], "text": e["text"]} for e in row["examples"]]
+        figures[row["source"]]["examples"] = [{"line_no": e["line_no"], "text": e["text"]} for e in row["examples"]]
+    return figures
+
+
+def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: ParseCache | None = None,
+              keys: Mapping[str, str] | None = None) -> IngestReport:
+    """Aggregate the records per file (small Spark jobs) and check the line accounting.
+
+    With the parse cache and every file's cache key (``keys``: source → key), a bundle whose files all
+    have their figures kept from an earlier run is accounted without a Spark job; otherwise the figures
+    are aggregated and kept for the next run.
+    """
+    kept = {src: cache.recall_accounting(key) for src, key in keys.items()} if cache is not None and keys else {}
+    if kept and all(kept.get(f.source) is not None for f in bundle.logs):
+        figures = kept
+    else:
+        figures = record_figures(records)
+        if cache is not None and keys:
+            for src, key in keys.items():
+                cache.remember_accounting(key, figures.get(src, NO_RECORDS))
+    # Line counts of the raw bytes (and bad/NUL lines when this run read the text): a small local table.
+    line_stats = {r["source"]: r.asDict() for r in parsed.line_counts.collect()}
+    stats = {src: {**figures.get(src, {}), **line_stats.get(src, {})} for src in {*figures, *line_stats}}
 
     problems = list(bundle.problems)
     files = []
@@ -122,9 +158,9 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame) -> IngestR
             records=int(s.get("records") or 0),
             continuation=int(s.get("continuation") or 0),
             unparsed=int(s.get("unparsed") or 0),
-            first_ts=s["first_ts"].isoformat() + "Z" if s.get("first_ts") else None,
-            last_ts=s["last_ts"].isoformat() + "Z" if s.get("last_ts") else None,
-            unparsed_examples=examples.get(f.source, []),
+            first_ts=s["first_ts"] + "Z" if s.get("first_ts") else None,
+            last_ts=s["last_ts"] + "Z" if s.get("last_ts") else None,
+            unparsed_examples=list(s.get("examples") or []),
         )
         if f.size and det and det.layout is None:
             summary.problems.append("unknown layout: every line kept as unparsed")
@@ -149,10 +185,10 @@ Progress = Callable[[str], None]
 
 
 def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, say: Progress,
-                      redact: bool = True) -> tuple[ParsedLogs, list[str]]:
+                      redact: bool = True) -> tuple[ParsedLogs, dict[str, str]]:
     """Parse only files the cache has not seen; read everything else back from the cache.
 
-    Returns the parsed logs and every file's cache key.
+    Returns the parsed logs and every file's cache key (by source).
     """
     keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
     known = {src: cache.lookup(key) for src, key in keys.items()}
@@ -184,15 +220,48 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         known.update({e.source: e for e in fresh})
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
     if paths:
-        records = (spark.read.option("basePath", str(cache.records_dir.resolve())).parquet(*paths)
+        # The schema given (the key is the partition folder's name): no job to read the footers.
+        records = (spark.read.schema(StructType([*RECORD_SCHEMA.fields, StructField(KEY_COLUMN, StringType())]))
+                   .option("basePath", str(cache.records_dir.resolve())).parquet(*paths)
                    .select(*RECORD_COLUMNS))
     else:
         records = spark.createDataFrame([], RECORD_SCHEMA)
     line_counts = spark.createDataFrame([(e.source, e.lines_read) for e in known.values()],
                                         "source string, lines_read long")
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
-    return ParsedLogs(records=records, line_counts=line_counts, detections=detections), sorted(keys.values())
+    return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys
 
+
+
+#: Tables written at once. Writing a small table is mostly driver work (planning, code generation,
+#: scheduling a few tiny tasks); several at a time keep every core busy instead of one.
+CONCURRENT_WRITES = 4
+
+
+def write_tables(tables: Mapping[str, DataFrame], paths: Mapping[str, str]) -> None:
+    """Write each table to its parquet path (overwriting), several at a time."""
+    def write(name: str) -> None:
+        tables[name].write.mode("overwrite").parquet(paths[name])
+
+    with ThreadPoolExecutor(max_workers=CONCURRENT_WRITES, thread_name_prefix="write-table") as pool:
+        for done in [pool.submit(write, name) for name in tables]:
+            done.result()  # re-raises the first failure
+
+
+def write_empty_table(schema: StructType, path: Path) -> None:
+    """An empty parquet table with ``schema`` (one empty file, as a Spark write leaves it), without a Spark job."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:  # timestamps as Spark writes them: microseconds, adjusted to UTC
+        arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # PySpark before 4.1 has no timezone argument and always uses UTC
+        arrow_schema = to_arrow_schema(schema)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([], schema=arrow_schema), path / "part-00000.parquet")
+    (path / "_SUCCESS").write_text("")
 
 
 def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> str:
@@ -205,8 +274,13 @@ def write_state_tables(spark: SparkSession, bundle: Bundle, out: Path) -> str:
 
     items = [StateItem(e.host, e.local_path, e.source, e.kind) for e in bundle.evidence]
     tables = read_state(spark, items)
-    for name in STATE_TABLES:
-        getattr(tables, name).write.mode("overwrite").parquet(str((out / "state" / f"{name}.parquet").resolve()))
+    paths = {name: out / "state" / f"{name}.parquet" for name in STATE_TABLES}
+    # Most bundles fill two or three of the tables: an empty one is written here, not by a Spark job.
+    empty = [name for name in STATE_TABLES if tables.row_counts.get(name) == 0]
+    for name in empty:
+        write_empty_table(STATE_SCHEMAS[name], paths[name])
+    write_tables({name: getattr(tables, name) for name in STATE_TABLES if name not in empty},
+                 {name: str(path.resolve()) for name, path in paths.items()})
     bundle.problems.extend(IngestProblem(source, reason) for source, reason in tables.problems)
     return tables.digest
 
@@ -236,7 +310,8 @@ def parse_bundle(
     if not isinstance(bundle, Bundle):
         say("discovering files")
         bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
-    parsed, file_keys = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, [])
+    parsed, keys = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, {})
+    file_keys = sorted(keys.values())
     if parsed is None:
         say(f"parsing {len(bundle.logs)} log files ({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
         parsed = parse_logs(spark, bundle, redact=redact)
@@ -254,7 +329,7 @@ def parse_bundle(
         say(f"reading {len(bundle.evidence)} state evidence items")
         state_digest = write_state_tables(spark, bundle, out)
     say("checking line accounting")
-    report = summarize(bundle, parsed, records)
+    report = summarize(bundle, parsed, records, cache, keys)
     report.file_keys, report.state_digest = file_keys, state_digest
     (out / "ingest.json").write_text(json.dumps(report.to_json(), indent=2, default=str), encoding="utf-8")
     return bundle, report, records

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
@@ -29,7 +28,7 @@ from toolkit.cache import ParseCache
 from toolkit.detectors import findings_to_json, run_detectors
 from toolkit.detectors.base import Finding
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
-from toolkit.ingest import IngestReport, parse_bundle
+from toolkit.ingest import IngestReport, parse_bundle, write_tables
 from toolkit.options import AnalysisOptions
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline import StateFacts, Timeline, build_timeline
@@ -98,21 +97,6 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
         if kept_shapes is not None:
             cache.store_derived(kept_shapes, shape_path, schemas)
     return _read(spark, paths["events"], schemas["events"]), _read(spark, paths["config"], schemas["config"])
-
-
-#: Tables written at once. Writing a small table is mostly driver work (planning, code generation,
-#: scheduling a few tiny tasks); several at a time keep every core busy instead of one.
-CONCURRENT_WRITES = 4
-
-
-def write_tables(tables: Mapping[str, DataFrame], paths: Mapping[str, str]) -> None:
-    """Write each table to its parquet path (overwriting), several at a time."""
-    def write(name: str) -> None:
-        tables[name].write.mode("overwrite").parquet(paths[name])
-
-    with ThreadPoolExecutor(max_workers=CONCURRENT_WRITES, thread_name_prefix="write-table") as pool:
-        for done in [pool.submit(write, name) for name in tables]:
-            done.result()  # re-raises the first failure
 
 
 def _read(spark: SparkSession, path: str, schema: StructType) -> DataFrame:

@@ -123,6 +123,8 @@ class StateTables:
     problems: list[tuple[str, str]]
     #: see :meth:`StateRows.digest`
     digest: str = ""
+    #: rows of each table (the facts are read on the driver, so this costs no Spark job)
+    row_counts: dict[str, int] = field(default_factory=dict)
 
     def problems_frame(self, spark: SparkSession) -> DataFrame:
         """The problems as a DataFrame (``source``, ``reason``) to union with the bundle's ingest problems."""
@@ -161,6 +163,7 @@ def read_state(spark: SparkSession, items: list[StateItem]) -> StateTables:
         **{name: _frame(spark, getattr(rows, name), schema) for name, schema in STATE_SCHEMAS.items()},
         problems=rows.problems,
         digest=rows.digest(),
+        row_counts={name: len(getattr(rows, name)) for name in STATE_SCHEMAS},
     )
 
 
