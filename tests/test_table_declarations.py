@@ -10,7 +10,7 @@ from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
 from toolkit.timeline import StateFacts
 
 # fields that are not tables
-_NOT_TABLES = {"problems", "digest"}
+_NOT_TABLES = {"problems", "digest", "row_counts"}
 
 
 def test_state_table_names_follow_the_schema_declaration() -> None:
