@@ -140,15 +140,19 @@ class ParseCache:
     def records_path(self, key: str) -> Path:
         return self.records_dir / f"{KEY_COLUMN}={key}"
 
+    def _write_meta(self, target: Path, data: Mapping[str, Any]) -> None:
+        """Write ``data`` as JSON to ``target`` whole or not at all (a reader never sees half a file)."""
+        self.meta_dir.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.tmp")
+        tmp.write_text(json.dumps(dict(data), default=str), encoding="utf-8")
+        tmp.replace(target)
+
     def remember(self, entries: list[CachedFile]) -> None:
         """Write metadata after the records are on disk: a key without metadata is never used."""
-        self.meta_dir.mkdir(parents=True, exist_ok=True)
         for e in entries:
-            tmp = self.meta_dir / f"{e.key}.json.tmp"
-            tmp.write_text(json.dumps({"source": e.source, "layout": e.layout, "wrappers": list(e.wrappers),
-                                       "start_share": e.start_share, "lines_read": e.lines_read,
-                                       "written": time.time()}))
-            tmp.replace(self.meta_dir / f"{e.key}.json")
+            self._write_meta(self.meta_dir / f"{e.key}.json",
+                             {"source": e.source, "layout": e.layout, "wrappers": list(e.wrappers),
+                              "start_share": e.start_share, "lines_read": e.lines_read, "written": time.time()})
 
     def derived_dir(self, inputs: Sequence[str], stage: str) -> Path:
         """Where the tables of ``stage`` derived from exactly ``inputs`` (file keys, state digest) are kept.
@@ -241,10 +245,7 @@ class ParseCache:
     def remember_accounting(self, key: str, figures: Mapping[str, Any]) -> None:
         """Keep one file's line-accounting figures (what :func:`toolkit.ingest.summarize` aggregates from its
         records), so a run that reads the records from the cache does not aggregate them again."""
-        self.meta_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._accounting_path(key).with_suffix(".tmp")
-        tmp.write_text(json.dumps(dict(figures), default=str), encoding="utf-8")
-        tmp.replace(self._accounting_path(key))
+        self._write_meta(self._accounting_path(key), figures)
 
     def recall_accounting(self, key: str) -> dict | None:
         """The figures kept by :meth:`remember_accounting`, or None (not kept, or unreadable)."""

@@ -232,7 +232,6 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys
 
 
-
 #: Tables written at once. Writing a small table is mostly driver work (planning, code generation,
 #: scheduling a few tiny tasks); several at a time keep every core busy instead of one.
 CONCURRENT_WRITES = 4
@@ -259,7 +258,7 @@ def write_empty_table(schema: StructType, path: Path) -> None:
     except TypeError:  # PySpark before 4.1 has no timezone argument and always uses UTC
         arrow_schema = to_arrow_schema(schema)
     shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist([], schema=arrow_schema), path / "part-00000.parquet")
     (path / "_SUCCESS").write_text("")
 

@@ -684,7 +684,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     spans = run_spans(events, run_bounds)
     runs = process_runs(events, config, run_bounds, spans=spans)
     lifecycles = task_lifecycles(events, spans)
-    thread_states, client_states = _split_states(_state_changes(events, spans))
+    thread_states, client_states = state_intervals(events, spans)
     gens = generations(events)
     nifi = nifi_tables(events, state, runs)
     return Timeline(
