@@ -54,7 +54,9 @@ def _frozen_captures(tl, runs) -> list:
         for run in by_host.get(f.host, []) if f.host is not None else []:
             during = (None not in (f.capture_time, run.start, run.end)
                       and run.start <= f.capture_time <= run.end + CAPTURE_AFTER_RUN)
-            old = f.file_mtime is not None and unix_seconds(f.capture_time) - unix_seconds(f.file_mtime) > STALE_AFTER_S
+            # ``during`` first: a capture without a time (no state-file mtime either) is never compared.
+            old = (during and f.file_mtime is not None
+                   and unix_seconds(f.capture_time) - unix_seconds(f.file_mtime) > STALE_AFTER_S)
             if during and old:
                 frozen.append(SimpleNamespace(**f.asDict(), version=run.version))
     return in_spark_order(frozen, key=lambda r: (r.host, r.task_id, r.topic, r.partition, r.source, r.file))[:MAX_ROWS]
