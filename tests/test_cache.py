@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -73,6 +74,42 @@ def test_a_cached_run_accounts_for_every_line_as_the_first_run_did(spark, tmp_pa
     assert (app.lines, app.records, app.unparsed) == (3, 2, 1)
     assert app.unparsed_examples == [{"line_no": 1, "text": "\tat org.example.Cut.off(Cut.java:7)"}]
     assert app.first_ts == "2026-03-07T14:02:01Z" and app.last_ts == "2026-03-07T14:02:02Z"
+
+
+def test_bad_and_nul_lines_are_counted_once_on_the_raw_lines_with_or_without_the_cache(spark, tmp_path, monkeypatch):
+    import toolkit.ingest as ingest
+
+    bundle = tmp_path / "bundle"
+    (bundle / "h-0").mkdir(parents=True)
+    # After a head of plain text (a NUL in the head makes a file binary): two undecodable lines (one a stack
+    # line folded into its record) and one NUL line.
+    head = "".join(LINE.format(i % 60) for i in range(80)).encode()
+    (bundle / "h-0" / "app.log").write_bytes(
+        head + LINE.format(1).encode() + b"\tat org.example.Bad\xff(Bad.java:1)\n" + b"junk \xc3\x28\n"
+        + LINE.format(2).encode().replace(b"RUNNING", b"RUN\x00NING") + LINE.format(3).encode())
+    scans: list[bool] = []
+    real = ingest.record_figures
+    monkeypatch.setattr(ingest, "record_figures", lambda records, text_checks=False: scans.append(text_checks)
+                        or real(records, text_checks))
+    expected = ["2 lines contain bytes that are not valid UTF-8 (kept as U+FFFD)", "1 lines contain NUL bytes"]
+
+    _, plain, _ = _run(spark, bundle, tmp_path / "plain", None)
+    cache = ParseCache(tmp_path / "cache")
+    _, first, _ = _run(spark, bundle, tmp_path / "out1", cache)
+    _, again, _ = _run(spark, bundle, tmp_path / "out2", cache)
+    for report in (plain, first, again):
+        assert [p.problem for p in report.problems] == expected
+    # The first pass over the raw lines counted them: the records' text was never scanned again,
+    # and the cached run needed no accounting job at all.
+    assert scans == [False, False]
+
+    # Accounting kept by an earlier version (checks counted per record) still reads.
+    (kept,) = (tmp_path / "cache" / "meta").glob("*.accounting.json")
+    figures = json.loads(kept.read_text())
+    figures["bad_utf8"], figures["nul_records"] = figures.pop("bad_utf8_lines"), figures.pop("nul_lines")
+    kept.write_text(json.dumps(figures))
+    _, older, _ = _run(spark, bundle, tmp_path / "out3", cache)
+    assert [p.problem for p in older.problems] == expected
 
 
 def test_an_empty_state_table_is_written_without_spark_and_reads_with_its_schema(spark, tmp_path):

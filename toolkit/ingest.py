@@ -20,7 +20,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
-from toolkit.layouts import Detection, ParsedLogs, parse_logs
+from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, parse_logs
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
 from toolkit.schemas import UNPARSED
 from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
@@ -88,22 +88,35 @@ def _iso(ts: Any) -> str | None:
 
 
 #: The accounting figures of a file none of whose lines became a record (an empty file).
-NO_RECORDS = {"records": 0, "continuation": 0, "unparsed": 0, "bad_utf8": 0, "nul_records": 0,
+NO_RECORDS = {"records": 0, "continuation": 0, "unparsed": 0, "bad_utf8_lines": 0, "nul_lines": 0,
               "first_ts": None, "last_ts": None, "examples": []}
 
+#: Figures counted on the raw lines by the parse's first pass (``ParsedLogs.line_counts``).
+LINE_CHECKS = ("bad_utf8_lines", "nul_lines")
 
-def record_figures(records: DataFrame) -> dict[str, dict]:
-    """Per file (``source``): what the line accounting needs from its records (counts, bad and NUL
-    lines, first and last timestamp as ISO text, the first unparsed lines), in two small Spark jobs."""
-    text = F.concat_ws("\n", *[F.col(c) for c in ("ts_raw", "thread", "logger", "message", "stack")])
+
+def record_figures(records: DataFrame, text_checks: bool = False) -> dict[str, dict]:
+    """Per file (``source``): what the line accounting needs from its records (counts, first and last
+    timestamp as ISO text, the first unparsed lines), in two small Spark jobs.
+
+    With ``text_checks`` the records' text is also scanned for undecodable and NUL bytes
+    (``bad_utf8_lines``, ``nul_lines``, counted per record). That is a pass over all the text: it is
+    only needed for files whose raw lines were not read in this run and were not counted before.
+    """
+    checks = []
+    if text_checks:
+        text = F.concat_ws("\n", *[F.col(c) for c in ("ts_raw", "thread", "logger", "message", "stack")])
+        checks = [
+            # Spark keeps undecodable bytes as they are (contains('\ufffd') does not see them); lines that
+            # went through a regex were already decoded with replacement characters.
+            F.sum(F.when(text.contains(REPLACEMENT_CHAR) | ~F.is_valid_utf8(text), 1).otherwise(0)).alias("bad_utf8_lines"),
+            F.sum(F.when(text.contains("\u0000"), 1).otherwise(0)).alias("nul_lines"),
+        ]
     per_file = records.groupBy("source").agg(
         F.sum(F.when(F.col("layout") != UNPARSED, 1).otherwise(0)).alias("records"),
         F.sum(F.when(F.col("layout") != UNPARSED, F.col("line_count") - 1).otherwise(0)).alias("continuation"),
         F.sum(F.when(F.col("layout") == UNPARSED, 1).otherwise(0)).alias("unparsed"),
-        # Spark keeps undecodable bytes as they are (contains('\ufffd') does not see them); lines that
-        # went through a regex were already decoded with replacement characters.
-        F.sum(F.when(text.contains(REPLACEMENT_CHAR) | ~F.is_valid_utf8(text), 1).otherwise(0)).alias("bad_utf8"),
-        F.sum(F.when(text.contains("\u0000"), 1).otherwise(0)).alias("nul_records"),
+        *checks,
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
     )
@@ -124,6 +137,21 @@ def record_figures(records: DataFrame) -> dict[str, dict]:
     return figures
 
 
+def _line_checks(*candidates: Mapping[str, Any] | None) -> dict[str, int] | None:
+    """The first candidate's bad- and NUL-line counts (:data:`LINE_CHECKS`), or None when none has both."""
+    for figures in candidates:
+        if figures and all(figures.get(k) is not None for k in LINE_CHECKS):
+            return {k: int(figures[k]) for k in LINE_CHECKS}
+    return None
+
+
+def _with_line_checks(kept: dict | None) -> dict | None:
+    """Accounting kept by an earlier version named its text checks ``bad_utf8`` and ``nul_records``."""
+    if kept is not None and "bad_utf8" in kept and "bad_utf8_lines" not in kept:
+        kept = {**kept, "bad_utf8_lines": kept.pop("bad_utf8"), "nul_lines": kept.pop("nul_records", 0)}
+    return kept
+
+
 def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: ParseCache | None = None,
               keys: Mapping[str, str] | None = None) -> IngestReport:
     """Aggregate the records per file (small Spark jobs) and check the line accounting.
@@ -132,17 +160,25 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
     have their figures kept from an earlier run is accounted without a Spark job; otherwise the figures
     are aggregated and kept for the next run.
     """
-    kept = {src: cache.recall_accounting(key) for src, key in keys.items()} if cache is not None and keys else {}
+    # Line counts of the raw bytes, with bad and NUL lines for the files this run read: a small local table.
+    line_stats = {r["source"]: {k: v for k, v in r.asDict().items() if v is not None}
+                  for r in parsed.line_counts.collect()}
+    kept = {src: _with_line_checks(cache.recall_accounting(key)) for src, key in keys.items()} \
+        if cache is not None and keys else {}
     if kept and all(kept.get(f.source) is not None for f in bundle.logs):
         figures = kept
     else:
-        figures = record_figures(records)
-        if cache is not None and keys:
-            for src, key in keys.items():
-                cache.remember_accounting(key, figures.get(src, NO_RECORDS))
-    # Line counts of the raw bytes (and bad/NUL lines when this run read the text): a small local table.
-    line_stats = {r["source"]: r.asDict() for r in parsed.line_counts.collect()}
-    stats = {src: {**figures.get(src, {}), **line_stats.get(src, {})} for src in {*figures, *line_stats}}
+        # Bad and NUL lines were counted on the raw lines by the first pass, or kept from an earlier run of
+        # an unchanged file; only when some file has neither is the records' text scanned for them.
+        unchecked = any(_line_checks(line_stats.get(f.source), kept.get(f.source)) is None for f in bundle.logs)
+        figures = record_figures(records, text_checks=unchecked)
+    checks = {f.source: _line_checks(line_stats.get(f.source), kept.get(f.source), figures.get(f.source))
+              or {} for f in bundle.logs}
+    if cache is not None and keys and figures is not kept:
+        for src, key in keys.items():
+            cache.remember_accounting(key, {**figures.get(src, NO_RECORDS), **checks.get(src, {})})
+    stats = {src: {**figures.get(src, {}), **line_stats.get(src, {}), **checks.get(src, {})}
+             for src in {*figures, *line_stats}}
 
     problems = list(bundle.problems)
     files = []
@@ -164,12 +200,10 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
         )
         if f.size and det and det.layout is None:
             summary.problems.append("unknown layout: every line kept as unparsed")
-        # Line counts of the raw bytes when this run read the text, else what the records show.
-        if s.get("bad_utf8_lines") or (s.get("bad_utf8_lines") is None and s.get("bad_utf8")):
-            n = s.get("bad_utf8_lines") or s["bad_utf8"]
-            summary.problems.append(f"{n} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)")
-        if s.get("nul_lines") or (s.get("nul_lines") is None and s.get("nul_records")):
-            summary.problems.append(f"{s.get('nul_lines') or s['nul_records']} lines contain NUL bytes")
+        if s.get("bad_utf8_lines"):
+            summary.problems.append(f"{s['bad_utf8_lines']} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)")
+        if s.get("nul_lines"):
+            summary.problems.append(f"{s['nul_lines']} lines contain NUL bytes")
         if not summary.accounted:
             summary.problems.append(
                 f"line accounting mismatch: {summary.lines} read, "
@@ -193,6 +227,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
     known = {src: cache.lookup(key) for src, key in keys.items()}
     misses = [f for f in bundle.logs if known[f.source] is None]
+    counts: dict[str, dict] = {}
     for f in bundle.logs:
         if known[f.source] is not None:  # found while reading the file (a damaged gzip): said again
             bundle.problems.extend(IngestProblem(**p) for p in cache.recall_problems(keys[f.source]))
@@ -209,13 +244,13 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         keymap = spark.createDataFrame([(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
         (parsed.records.join(F.broadcast(keymap), "source").select(*RECORD_COLUMNS, KEY_COLUMN)
          .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
-        counts = {r["source"]: int(r["lines_read"]) for r in parsed.line_counts.collect()}
+        counts = {r["source"]: r.asDict() for r in parsed.line_counts.collect()}
         parsed.release()
         fresh = []
         for f in misses:
             det = parsed.detections[f.source]
             fresh.append(CachedFile(keys[f.source], f.source, det.layout, det.wrappers, det.start_share,
-                                    counts.get(f.source, 0)))
+                                    int(counts.get(f.source, {}).get("lines_read") or 0)))
         cache.remember(fresh)
         known.update({e.source: e for e in fresh})
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
@@ -226,8 +261,10 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
                    .select(*RECORD_COLUMNS))
     else:
         records = spark.createDataFrame([], RECORD_SCHEMA)
-    line_counts = spark.createDataFrame([(e.source, e.lines_read) for e in known.values()],
-                                        "source string, lines_read long")
+    # Bad and NUL lines are known for the files parsed now; the others' come from their kept accounting.
+    line_counts = spark.createDataFrame(
+        [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS])
+         for e in known.values()], LINE_COUNT_SCHEMA)
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys
 
