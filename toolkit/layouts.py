@@ -643,31 +643,37 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
     message_only = [l for l in layouts if l.id == "message-only"]
     # Pasted and indented lines: the head is the text after leading whitespace.
     indented = text.startswith(" ") | text.startswith("\t")
+    # Each stage is one withColumns (one analysis of the plan) holding the columns the next stage reads.
     lines = lines.withColumn("_head", F.when(indented, F.regexp_replace(text, r"^\s+", "")).otherwise(text))
     head = F.col("_head")
-    lines = lines.withColumn("_rw", _case(layout_id, {l.id: _rewrite_regex(l, head) for l in regex_layouts},
-                                          F.lit(None).cast("string")))
-    lines = lines.withColumn("_json", _case(
-        layout_id, {l.id: F.when(text.startswith("{"), F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"}))
-                    for l in json_layouts},
-        F.lit(None).cast("map<string,string>")))
+    lines = lines.withColumns({
+        "_rw": _case(layout_id, {l.id: _rewrite_regex(l, head) for l in regex_layouts}, F.lit(None).cast("string")),
+        "_json": _case(
+            layout_id,
+            {l.id: F.when(text.startswith("{"), F.from_json(text, "map<string,string>", {"mode": "PERMISSIVE"}))
+             for l in json_layouts},
+            F.lit(None).cast("map<string,string>")),
+        # %m%n: every line is a message, except stack traces and indented continuation lines.
+        "_msg_start": _case(
+            layout_id,
+            {l.id: ~(text.rlike(STACK_LINE) | text.rlike(r"^\s")) & (F.length(text) > 0) for l in message_only},
+            F.lit(False)),
+    })
     lines = lines.withColumn("_parts", F.when(F.col("_rw").startswith(FIELD_SEP),
                                               F.split(F.substring(F.col("_rw"), 2, 1 << 30), FIELD_SEP, len(FIELDS))))
-    # %m%n: every line is a message, except stack traces and indented continuation lines.
-    lines = lines.withColumn("_msg_start", _case(
-        layout_id, {l.id: ~(text.rlike(STACK_LINE) | text.rlike(r"^\s")) & (F.length(text) > 0) for l in message_only},
-        F.lit(False)))
 
     def json_field(layout: Layout, kind: str) -> Column:
         keys = layout.json_keys.get(kind, ())
         return F.coalesce(*[F.col("_json").getItem(k) for k in keys]) if keys else F.lit(None).cast("string")
 
+    named_fields = {}
     for i, name in enumerate(FIELDS):
         branches = {l.id: F.nullif(F.col("_parts").getItem(i), F.lit("")) for l in regex_layouts}
         branches.update({l.id: json_field(l, name) for l in json_layouts})
         if name == "message":
             branches.update({l.id: F.when(F.col("_msg_start"), text) for l in message_only})
-        lines = lines.withColumn(f"_n_{name}", _case(layout_id, branches, F.lit(None).cast("string")))
+        named_fields[f"_n_{name}"] = _case(layout_id, branches, F.lit(None).cast("string"))
+    lines = lines.withColumns(named_fields)
     named = _case(layout_id, {**{l.id: F.col("_parts").isNotNull() for l in regex_layouts},
                               **{l.id: F.col("_n_message").isNotNull() for l in json_layouts},
                               **{l.id: F.col("_msg_start") for l in message_only}}, F.lit(False))
@@ -676,12 +682,14 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
     # The JVM's default handler prints an uncaught exception with no layout at all: a record of its own.
     bare = ~F.col("_named_start") & F.col("_gparts").isNull() & head.startswith(UNCAUGHT_HEAD)
     generic_start = F.col("_gparts").isNotNull() | bare
-    for name in FIELDS:
-        bare_value = head if name == "message" else F.lit(None).cast("string")
-        lines = lines.withColumn(f"f_{name}", F.when(F.col("_named_start"), F.col(f"_n_{name}"))
-                                 .when(F.col("_gparts").isNotNull(), F.col(f"_g_{name}")).when(bare, bare_value))
-    lines = lines.withColumn("f_stack", F.when(F.col("_named_start"), _case(
-        layout_id, {l.id: json_field(l, "stack") for l in json_layouts}, F.lit(None).cast("string"))))
+    fields = {
+        f"f_{name}": F.when(F.col("_named_start"), F.col(f"_n_{name}")).when(F.col("_gparts").isNotNull(), F.col(f"_g_{name}"))
+        .when(bare, head if name == "message" else F.lit(None).cast("string"))
+        for name in FIELDS
+    }
+    fields["f_stack"] = F.when(F.col("_named_start"), _case(
+        layout_id, {l.id: json_field(l, "stack") for l in json_layouts}, F.lit(None).cast("string")))
+    lines = lines.withColumns(fields)
     is_start = F.col("_named_start") | generic_start
     # JSON lines keep stack traces inside the object: a non-JSON line is not a continuation.
     json_file = layout_id.isin(*[l.id for l in json_layouts]) if json_layouts else F.lit(False)
