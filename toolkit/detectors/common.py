@@ -1,17 +1,20 @@
 """Helpers shared by detectors: evidence lines, versions, known-bug sentences, small Spark idioms.
 
-Everything collects bounded results only (``limit`` before ``collect``).
+Everything collects bounded results only (``limit`` before ``collect``), through :mod:`toolkit.times`:
+collected timestamps are naive ``datetime`` values in UTC whatever the driver's time zone, so detectors
+may subtract and print them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from toolkit import times
 from toolkit.detectors.base import MAX_EVIDENCE, Evidence
 from toolkit.knowledge import get_known_bug, missing_evidence_steps, verdicts_for_detector, version_verdict
 from toolkit.knowledge.versions import VersionError, compare_versions
@@ -53,7 +56,7 @@ def rows(df: DataFrame, limit: int = 50, order: Sequence[str] | None = None) -> 
     """
     if order:
         df = df.orderBy(*order)
-    return df.limit(limit).collect()
+    return times.collect(df.limit(limit))
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class Bounded:
 def bounded(df: DataFrame, limit: int, order: Sequence[Any] | None = None) -> Bounded:
     """At most ``limit`` rows and the true row count (counted only when the limit was reached)."""
     ordered = df.orderBy(*order) if order else df
-    got = ordered.limit(limit + 1).collect()
+    got = times.collect(ordered.limit(limit + 1))
     if len(got) <= limit:
         return Bounded(got, len(got))
     return Bounded(got[:limit], df.count())
@@ -254,7 +257,7 @@ def all_rows(df: DataFrame, what: str, limit: int = MAX_FACT_ROWS) -> list:
     More than ``limit`` rows raise ``ValueError`` (the detector then reports that it failed) rather than
     compare a silently cut set.
     """
-    got = df.limit(limit + 1).collect()
+    got = times.collect(df.limit(limit + 1))
     if len(got) > limit:
         raise ValueError(f"more than {limit:,} {what} to compare")
     return got
@@ -286,19 +289,16 @@ def in_spark_order(items: Iterable[Any], key: Callable[[Any], tuple]) -> list:
     return sorted(items, key=lambda item: tuple((value is not None, value) for value in key(item)))
 
 
-_EPOCH = datetime(1970, 1, 1)
-
-
 def unix_millis(ts: datetime | None) -> int | None:
     """Milliseconds since the epoch, rounded down as Spark's ``unix_millis`` does, of a collected timestamp
-    (for comparing collected timestamps with each other)."""
-    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(milliseconds=1)
+    (naive UTC, see :mod:`toolkit.times`; for comparing collected timestamps with each other)."""
+    return None if ts is None else times.epoch_micros(ts) // 1000
 
 
 def unix_seconds(ts: datetime | None) -> int | None:
     """Seconds since the epoch, rounded down as Spark's ``unix_timestamp`` does, of a collected timestamp
-    (for comparing collected timestamps with each other)."""
-    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(seconds=1)
+    (naive UTC, see :mod:`toolkit.times`; for comparing collected timestamps with each other)."""
+    return None if ts is None else times.epoch_micros(ts) // 1_000_000
 
 
 def has_rows(df: DataFrame) -> bool:
@@ -312,7 +312,9 @@ def fmt_int(value: Any) -> str:
 
 
 def fmt_ts(value: datetime | None) -> str:
-    """``2026-03-07 10:06:07.807 UTC`` (or ``unknown``)."""
+    """``2026-03-07 10:06:07.807 UTC`` (or ``unknown``) of a collected (naive UTC) or an aware timestamp."""
+    if value is not None and value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
     return "unknown" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d} UTC"
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Mapping, Union
 
-from pyspark.sql.types import TimestampType
+from toolkit import times
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,8 @@ def sql_strings(values: Iterable[str]) -> str:
 
 
 def sql_timestamp(value: datetime) -> str:
-    """A collected timestamp as a Spark SQL literal (converted back as ``lit(value)`` would be)."""
-    return f"timestamp_micros({TimestampType().toInternal(value)})"
+    """A collected timestamp (naive UTC, see :mod:`toolkit.times`) as a Spark SQL literal."""
+    return f"timestamp_micros({times.epoch_micros(value)})"
 
 
 def sql_in(column: str, values: Iterable[str]) -> str:
