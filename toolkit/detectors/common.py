@@ -196,11 +196,11 @@ def state_updater_of_runs(tl: Any, run_ids: Sequence[str]) -> dict[str, bool | N
     prefix, a ``-StateUpdater-`` thread) or an event only it prints. Off: the setting false, or the
     ``Restoration took`` summary a StreamThread prints only when it restores itself.
     """
-    from toolkit.detectors.preconditions import sql_in, sql_strings
+    from toolkit.sqltext import sql_in, sql_list
 
     runs = sql_in("run_id", run_ids)
     on = (f"prefix_kind = 'state-updater' OR coalesce(thread, '') LIKE '%-StateUpdater-%' "
-          f"OR event IN ({sql_strings(STATE_UPDATER_EVENTS)})")
+          f"OR event IN ({sql_list(STATE_UPDATER_EVENTS)})")
     off = "event = 'RESTORE_ALL_DONE' AND message LIKE '%Restoration took%'"
     logged = {r.run_id: r for r in all_rows(tl.events.where(runs).groupBy("run_id").agg(
         F.expr(f"max(CAST(({on}) AS INT))").alias("on"), F.expr(f"max(CAST(({off}) AS INT))").alias("off")),

@@ -58,7 +58,8 @@ from toolkit.detectors.common import (
     state_updater_of_runs,
     unix_millis,
 )
-from toolkit.detectors.preconditions import all_of, rows_in, sql_in
+from toolkit.detectors.preconditions import all_of, rows_in
+from toolkit.sqltext import sql_in
 
 ID = "eos-stale-restore-checkpoint"
 #: A restore-completion checkpoint is written in the same millisecond as the completion line;

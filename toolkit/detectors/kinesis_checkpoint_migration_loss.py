@@ -51,10 +51,9 @@ from toolkit.detectors.preconditions import (
     count_rows,
     events_named,
     rows_in,
-    sql_in,
-    sql_strings,
     sql_timestamp,
 )
+from toolkit.sqltext import sql_in, sql_list, sql_str
 
 ID = "kinesis-checkpoint-migration-loss"
 LEASE_KEY_ERROR = "Missing the key leaseKey"
@@ -86,8 +85,8 @@ COMPARED_STEPS = (*DELETED, *CREATED, *COPY_FAILED, *MIGRATION_GONE, *COPIED, *R
 def _migration_steps(tl) -> list:
     """The migration steps of every table (and the processors' start failures), oldest first."""
     steps = all_rows(tl.migration_steps.where(
-        f"step IN ({sql_strings(COMPARED_STEPS)}) "
-        f"OR (step IN ({sql_strings(FAILED_WRITES)}) AND error_code IS NOT NULL)").select(
+        f"step IN ({sql_list(COMPARED_STEPS)}) "
+        f"OR (step IN ({sql_list(FAILED_WRITES)}) AND error_code IS NOT NULL)").select(
         "table", "base_table", "ts", "step", "origin", "host", "error_code", "detail", "actor", "source", "line_no"),
         "checkpoint-table migration steps")
     return in_spark_order(steps, key=lambda s: (s.ts, s.source, s.line_no))
@@ -150,17 +149,13 @@ def _successful_puts(table: str, after, until=None, *, inclusive: bool = False):
     """A check for a successful item write into ``table`` after ``after`` (up to ``until``): a re-copy."""
     low = ">=" if inclusive else ">"
     window = f"ts {low} {sql_timestamp(after)}" + (f" AND ts <= {sql_timestamp(until)}" if until is not None else "")
-    return rows_in("migration_steps", f"table = base_table AND base_table = '{_quoted(table)}' AND "
+    return rows_in("migration_steps", f"table = base_table AND base_table = {sql_str(table)} AND "
                                       f"step = 'CLOUDTRAIL_PUT_ITEM' AND error_code IS NULL AND {window}")
 
 
 def _migrated_items(table: str):
     """A count of the item writes into ``<table>_migration``: the checkpoints the migration had to copy."""
-    return rows_in("migration_steps", f"table = '{_quoted(table)}_migration' AND step = 'CLOUDTRAIL_PUT_ITEM'")
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
+    return rows_in("migration_steps", f"table = {sql_str(table + '_migration')} AND step = 'CLOUDTRAIL_PUT_ITEM'")
 
 
 def _copied_between(steps: list, table: str, after, until, *, inclusive: bool) -> bool:

@@ -39,7 +39,8 @@ from toolkit.detectors.common import (
     missing_steps,
     run_rows,
 )
-from toolkit.detectors.preconditions import all_of, rows_in, sql_in
+from toolkit.detectors.preconditions import all_of, rows_in
+from toolkit.sqltext import sql_in
 
 ID = "restore-skipped-after-reassignment"
 BUG = "KAFKA-7672"

@@ -18,7 +18,8 @@ from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
-from toolkit.timeline.sql import conform, sql_list, sql_map, sql_str
+from toolkit.sqltext import sql_list, sql_str
+from toolkit.timeline.sql import conform, sql_map
 
 # --------------------------------------------------------------------------- helpers
 

@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from toolkit.timeline.schemas import TABLES
-from toolkit.timeline.sql import conform, quoted, sql_list, sql_map, sql_str
+from toolkit.sqltext import sql_list, sql_str
+from toolkit.timeline.sql import conform, quoted, sql_map
 
 #: event -> (repository or None when the line does not say, kind)
 CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
