@@ -284,9 +284,15 @@ def is_eos_guarantee(guarantee: str | None) -> bool:
     return (guarantee or "").lower().startswith(EOS_PREFIX)
 
 
+def spark_order(*values: Any) -> tuple:
+    """A sort key ordering by ``values`` as Spark orders them (and structs of them): field by field, ascending,
+    nulls first. For ``sorted``, ``min`` and ``max`` over collected rows."""
+    return tuple((value is not None, value) for value in values)
+
+
 def in_spark_order(items: Iterable[Any], key: Callable[[Any], tuple]) -> list:
     """``items`` sorted by the values ``key`` gives, ascending with nulls first, as Spark's ``orderBy`` does."""
-    return sorted(items, key=lambda item: tuple((value is not None, value) for value in key(item)))
+    return sorted(items, key=lambda item: spark_order(*key(item)))
 
 
 def unix_millis(ts: datetime | None) -> int | None:

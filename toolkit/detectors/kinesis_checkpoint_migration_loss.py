@@ -45,6 +45,7 @@ from toolkit.detectors.common import (
     missing_steps,
     rows,
     run_versions,
+    spark_order,
 )
 from toolkit.detectors.preconditions import (
     any_of,
@@ -102,11 +103,6 @@ def _on_migration(step) -> bool:
     return step.base_table is not None and step.table == f"{step.base_table}_migration"
 
 
-def _struct_order(*values) -> tuple:
-    """The order Spark gives structs of these values (field by field, nulls first)."""
-    return tuple((v is not None, v) for v in values)
-
-
 def _first_copy_failures(steps: list) -> dict[str, "_Step"]:
     """Per table, the first copy failure into the re-created table: a classified CloudTrail failure, any failed
     item write into it, or a logged copy start with no completion before the processor's start failure."""
@@ -127,7 +123,7 @@ def _first_copy_failures(steps: list) -> dict[str, "_Step"]:
                 failures.setdefault(copy.base_table, []).append(fail)
     out = {}
     for table, found in failures.items():
-        f = min(found, key=lambda f: _struct_order(f.ts, f.source, f.line_no, f.origin, f.detail))
+        f = min(found, key=lambda f: spark_order(f.ts, f.source, f.line_no, f.origin, f.detail))
         out[table] = _Step(f.ts, f.source, f.line_no, f.origin, f.detail)
     return out
 
@@ -141,7 +137,7 @@ def _nearest_step(steps: list, table: str, names: tuple, on, failed_at, before: 
     if not found:
         return None
     pick = max if before else min
-    s = pick(found, key=lambda s: _struct_order(s.ts, s.source, s.line_no))
+    s = pick(found, key=lambda s: spark_order(s.ts, s.source, s.line_no))
     return _Step(s.ts, s.source, s.line_no)
 
 
@@ -305,7 +301,7 @@ class _TableFacts:
                 F.count(F.lit(1)).alias("shards"), F.first("source").alias("source")), "streams of the tables"):
             self.shards.setdefault(r.table, []).append(r)
         for found in self.shards.values():
-            found.sort(key=lambda r: _struct_order(r.stream))
+            found.sort(key=lambda r: spark_order(r.stream))
         initial = rows(tl.events.where((F.col("event") == "SHARD_STARTED_FROM_INITIAL_POSITION")
                                        & F.col("position_type").isNotNull()).select("position_type").distinct(), 3)
         self.positions = sorted({r.position_type for r in initial})
