@@ -32,11 +32,6 @@ def first_line(col: Column | str) -> Column:
     return F.substring_index(F.col(col) if isinstance(col, str) else col, "\n", 1)
 
 
-def is_eos(col: str = "guarantee") -> Column:
-    """``processing.guarantee`` is one of the exactly-once values."""
-    return F.lower(F.col(col)).startswith(EOS_PREFIX)
-
-
 def event_is(*names: str) -> Column:
     """The event (or one of its ``also_events``) is one of ``names``."""
     cond = F.col("event").isin(*names)
@@ -280,7 +275,7 @@ def captured_checkpoint_rows(tl: Any) -> list:
 
 
 def is_eos_guarantee(guarantee: str | None) -> bool:
-    """``processing.guarantee`` is one of the exactly-once values (:func:`is_eos` for a collected value)."""
+    """A collected ``processing.guarantee`` is one of the exactly-once values (:data:`EOS_RUN_SQL` in Spark SQL)."""
     return (guarantee or "").lower().startswith(EOS_PREFIX)
 
 

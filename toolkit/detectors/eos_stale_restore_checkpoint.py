@@ -35,8 +35,6 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
     EOS_RUN_SQL,

@@ -75,7 +75,7 @@ class Timeline:
         if self.nifi_checkpoints is None or self.nifi_state_changes is None:
             from toolkit.timeline.nifi import nifi_tables
 
-            built = nifi_tables(self.events, self.state, self.process_runs)
+            built = nifi_tables(self.events, self.state)
             self.nifi_checkpoints = built["nifi_checkpoints"] if self.nifi_checkpoints is None else self.nifi_checkpoints
             self.nifi_state_changes = (built["nifi_state_changes"] if self.nifi_state_changes is None
                                        else self.nifi_state_changes)

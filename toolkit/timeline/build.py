@@ -687,7 +687,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     lifecycles = task_lifecycles(events, spans)
     thread_states, client_states = state_intervals(events, spans)
     gens = generations(events)
-    nifi = nifi_tables(events, state, runs)
+    nifi = nifi_tables(events, state)
     return Timeline(
         events=events,
         config=config if config is not None else spark.createDataFrame([], "host string, run_id string, key string, value string"),

@@ -203,8 +203,8 @@ def _with_event_columns(events: DataFrame) -> DataFrame:
     return events.selectExpr("*", *[f"CAST(NULL AS {_EVENT_COLUMNS[name]}) AS {quoted(name)}" for name in missing])
 
 
-def nifi_tables(events: DataFrame, state, runs: DataFrame | None = None) -> dict[str, DataFrame]:
-    """Both NiFi tables from classified events and the state facts (``StateFacts``); ``runs`` is unused for now."""
+def nifi_tables(events: DataFrame, state) -> dict[str, DataFrame]:
+    """Both NiFi tables from classified events and the state facts (``StateFacts``)."""
     files = getattr(state, "nifi_repository_files", None)
     local_state = getattr(state, "nifi_local_state", None)
     events = _with_event_columns(events)
