@@ -87,4 +87,4 @@ def lit(value: datetime | str) -> Column:
         if hasattr(value, "to_pydatetime"):  # a pandas Timestamp
             value = value.to_pydatetime()
         return F.timestamp_micros(F.lit(epoch_micros(value)))
-    return F.lit(value).cast("timestamp")
+    return F.lit(value).cast("timestamp_ltz")

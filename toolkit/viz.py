@@ -169,7 +169,7 @@ def task_event_frame(tl, tasks: Sequence[str] | None = None, hosts: Sequence[str
     repeated on each of its task lanes so crash and restart sit in order with the task's events).
     """
     s = F.col
-    null_ts, null_str, null_long = (F.lit(None).cast(t) for t in ("timestamp", "string", "long"))
+    null_ts, null_str, null_long = (F.lit(None).cast(t) for t in ("timestamp_ltz", "string", "long"))
 
     def part(df: DataFrame, category: Column, label: Column, start: Column, end: Column,
              role: Column = null_str, offset: Column = null_long) -> DataFrame:
@@ -302,7 +302,7 @@ def ingest_frame(records: DataFrame, hosts: Sequence[str] | None = None, bucket_
     bucket = bucket_seconds or _bucket_for(df.where(F.col("ts").isNotNull()), "ts")
     # Records without a timestamp still count: they go to a bucket at the host's first time.
     order = F.struct("source", "line_no")
-    agg = (df.groupBy("host", F.window(F.coalesce("ts", F.lit("1970-01-01").cast("timestamp")),
+    agg = (df.groupBy("host", F.window(F.coalesce("ts", F.lit("1970-01-01").cast("timestamp_ltz")),
                                        f"{bucket} seconds").start.alias("bucket"), "level")
            .agg(F.sum("lines").alias("lines"), F.min_by("source", order).alias("source"),
                 F.min_by("line_no", order).alias("line_no"), F.min_by("text", order).alias("text")))

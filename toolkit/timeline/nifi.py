@@ -188,7 +188,7 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
 
 #: Event columns the NiFi tables read (typed as in ``toolkit.events``); absent ones are taken as null.
 _EVENT_COLUMNS = {
-    "host": "string", "run_id": "string", "ts": "timestamp", "event": "string", "product": "string",
+    "host": "string", "run_id": "string", "ts": "timestamp_ltz", "event": "string", "product": "string",
     "thread": "string", "path": "string", "message": "string", "stack": "string", "records": "bigint",
     "count": "bigint", "offset": "bigint", "detail": "string", "duration_ms": "bigint", "source": "string",
     "line_no": "bigint", "component_type": "string", "component_id": "string",
