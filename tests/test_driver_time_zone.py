@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from test_detectors import ev, make_timeline
-from toolkit import times
+from toolkit import utc
 from toolkit.detectors import run_detectors
 from toolkit.detectors.base import iso_utc
 from toolkit.detectors.common import all_rows, bounded, fmt_ts, rows, unix_millis, unix_seconds
@@ -65,7 +65,7 @@ def test_collected_times_are_utc_under_a_dst_driver_zone(spark, read):
     df = _frame(spark).orderBy("pair")
     with driver_zone("America/New_York"):
         got = {"all_rows": lambda: all_rows(df, "pairs"), "rows": lambda: rows(df, order=["pair"]),
-               "bounded": lambda: bounded(df, 10, ["pair"]).rows, "collect": lambda: times.collect(df)}[read]()
+               "bounded": lambda: bounded(df, 10, ["pair"]).rows, "collect": lambda: utc.collect(df)}[read]()
         by_pair = {r.pair: r for r in got}
         for name, (a, b) in (("spring", SPRING), ("autumn", AUTUMN)):
             r = by_pair[name]
@@ -81,8 +81,8 @@ def test_collected_times_are_utc_under_a_dst_driver_zone(spark, read):
 def test_first_and_pandas_frames_are_utc_under_a_dst_driver_zone(spark):
     df = _frame(spark).orderBy("pair")
     with driver_zone("America/New_York"):
-        assert times.first(df.where("pair = 'autumn'")).b == AUTUMN[1]
-        pdf = times.to_pandas(df.select("pair", "a", "b"))
+        assert utc.first(df.where("pair = 'autumn'")).b == AUTUMN[1]
+        pdf = utc.to_pandas(df.select("pair", "a", "b"))
     autumn = pdf[pdf["pair"] == "autumn"].iloc[0]
     assert (autumn["b"] - autumn["a"]).total_seconds() == 3600
     assert autumn["b"].to_pydatetime() == AUTUMN[1]
@@ -93,7 +93,7 @@ def test_times_given_back_to_spark_are_utc_under_a_dst_driver_zone(spark):
         for t in (*SPRING, *AUTUMN):
             aware = t.replace(tzinfo=timezone.utc).astimezone()  # the same instant, in New York
             got = spark.range(1).selectExpr(f"CAST({sql_timestamp(t)} AS STRING) AS sql").select(
-                "sql", times.lit(t).cast("string").alias("lit"), times.lit(aware).cast("string").alias("aware")).first()
+                "sql", utc.lit(t).cast("string").alias("lit"), utc.lit(aware).cast("string").alias("aware")).first()
             assert got.sql == got.lit == got.aware == f"{t:%Y-%m-%d %H:%M:%S}"
             assert unix_seconds(aware) == unix_seconds(t)
 

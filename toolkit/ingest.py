@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from toolkit import times
+from toolkit import utc
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
 from toolkit.layouts import Detection, ParsedLogs, parse_logs
@@ -109,7 +109,7 @@ def record_figures(records: DataFrame) -> dict[str, dict]:
         F.max("ts").alias("last_ts"),
     )
     figures = {}
-    for row in times.collect(per_file):
+    for row in utc.collect(per_file):
         one = row.asDict()
         source = one.pop("source")
         figures[source] = {**one, "first_ts": _iso(one["first_ts"]), "last_ts": _iso(one["last_ts"]), "examples": []}

@@ -29,7 +29,7 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from toolkit import times
+from toolkit import utc
 
 #: Altair refuses to embed more than 5000 rows by default; stay under it by aggregating.
 MAX_CHART_ROWS = 4000
@@ -77,8 +77,8 @@ def _filter(df: DataFrame, hosts: Sequence[str] | None = None, tasks: Sequence[s
         start, end = window
         cols = [c for c in time_cols if c in df.columns]
         if cols:
-            t0 = times.lit(start) if start else None
-            t1 = times.lit(end) if end else None
+            t0 = utc.lit(start) if start else None
+            t1 = utc.lit(end) if end else None
             # An interval overlaps the window when it starts before its end and ends after its start.
             first, last = F.col(cols[0]), F.coalesce(*[F.col(c) for c in cols[::-1]])
             cond = F.lit(True)
@@ -101,7 +101,7 @@ def _evidence_text(tl, rows: DataFrame) -> DataFrame:
 
 def _to_pandas(df: DataFrame, limit: int, order: Sequence[str | Column]) -> pd.DataFrame:
     """Bounded collection: order then limit on Spark, never the whole table."""
-    return times.to_pandas(df.orderBy(*order).limit(limit))
+    return utc.to_pandas(df.orderBy(*order).limit(limit))
 
 
 def _finish(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -313,7 +313,7 @@ def ingest_frame(records: DataFrame, hosts: Sequence[str] | None = None, bucket_
 
 def _bucket_for(df: DataFrame, col: str, target_buckets: int = 120) -> int:
     """A round bucket size (seconds) giving about ``target_buckets`` buckets over the column's span."""
-    row = times.first(df.agg(F.min(col).alias("a"), F.max(col).alias("b")))
+    row = utc.first(df.agg(F.min(col).alias("a"), F.max(col).alias("b")))
     if row is None or row["a"] is None:
         return 60
     span = max((row["b"] - row["a"]).total_seconds(), 1.0)

@@ -1,6 +1,6 @@
 """Helpers shared by detectors: evidence lines, versions, known-bug sentences, small Spark idioms.
 
-Everything collects bounded results only (``limit`` before ``collect``), through :mod:`toolkit.times`:
+Everything collects bounded results only (``limit`` before ``collect``), through :mod:`toolkit.utc`:
 collected timestamps are naive ``datetime`` values in UTC whatever the driver's time zone, so detectors
 may subtract and print them.
 """
@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from toolkit import times
+from toolkit import utc
 from toolkit.detectors.base import MAX_EVIDENCE, Evidence
 from toolkit.knowledge import get_known_bug, missing_evidence_steps, verdicts_for_detector, version_verdict
 from toolkit.knowledge.versions import VersionError, compare_versions
@@ -51,7 +51,7 @@ def rows(df: DataFrame, limit: int = 50, order: Sequence[str] | None = None) -> 
     """
     if order:
         df = df.orderBy(*order)
-    return times.collect(df.limit(limit))
+    return utc.collect(df.limit(limit))
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Bounded:
 def bounded(df: DataFrame, limit: int, order: Sequence[Any] | None = None) -> Bounded:
     """At most ``limit`` rows and the true row count (counted only when the limit was reached)."""
     ordered = df.orderBy(*order) if order else df
-    got = times.collect(ordered.limit(limit + 1))
+    got = utc.collect(ordered.limit(limit + 1))
     if len(got) <= limit:
         return Bounded(got, len(got))
     return Bounded(got[:limit], df.count())
@@ -252,7 +252,7 @@ def all_rows(df: DataFrame, what: str, limit: int = MAX_FACT_ROWS) -> list:
     More than ``limit`` rows raise ``ValueError`` (the detector then reports that it failed) rather than
     compare a silently cut set.
     """
-    got = times.collect(df.limit(limit + 1))
+    got = utc.collect(df.limit(limit + 1))
     if len(got) > limit:
         raise ValueError(f"more than {limit:,} {what} to compare")
     return got
@@ -292,14 +292,14 @@ def in_spark_order(items: Iterable[Any], key: Callable[[Any], tuple]) -> list:
 
 def unix_millis(ts: datetime | None) -> int | None:
     """Milliseconds since the epoch, rounded down as Spark's ``unix_millis`` does, of a collected timestamp
-    (naive UTC, see :mod:`toolkit.times`; for comparing collected timestamps with each other)."""
-    return None if ts is None else times.epoch_micros(ts) // 1000
+    (naive UTC, see :mod:`toolkit.utc`; for comparing collected timestamps with each other)."""
+    return None if ts is None else utc.epoch_micros(ts) // 1000
 
 
 def unix_seconds(ts: datetime | None) -> int | None:
     """Seconds since the epoch, rounded down as Spark's ``unix_timestamp`` does, of a collected timestamp
-    (naive UTC, see :mod:`toolkit.times`; for comparing collected timestamps with each other)."""
-    return None if ts is None else times.epoch_micros(ts) // 1_000_000
+    (naive UTC, see :mod:`toolkit.utc`; for comparing collected timestamps with each other)."""
+    return None if ts is None else utc.epoch_micros(ts) // 1_000_000
 
 
 def has_rows(df: DataFrame) -> bool:

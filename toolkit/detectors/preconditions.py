@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Mapping, Union
 
-from toolkit import times
+from toolkit import utc
 from toolkit.sqltext import sql_list
 
 
@@ -61,8 +61,8 @@ def _describe_part(part: Precondition) -> str:
 
 
 def sql_timestamp(value: datetime) -> str:
-    """A collected timestamp (naive UTC, see :mod:`toolkit.times`) as a Spark SQL literal."""
-    return f"timestamp_micros({times.epoch_micros(value)})"
+    """A collected timestamp (naive UTC, see :mod:`toolkit.utc`) as a Spark SQL literal."""
+    return f"timestamp_micros({utc.epoch_micros(value)})"
 
 
 def rows_in(table: str, where: str = "", min_rows: int = 1) -> RowsIn:

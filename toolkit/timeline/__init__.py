@@ -15,7 +15,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from toolkit import times
+from toolkit import utc
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline.schemas import TABLES
 
@@ -94,7 +94,7 @@ class Timeline:
 
     def between(self, start: datetime | str, end: datetime | str) -> "Timeline":
         """Rows whose time (``ts``, or an interval ``start``..``end``) overlaps [start, end]."""
-        t0, t1 = times.lit(start), times.lit(end)
+        t0, t1 = utc.lit(start), utc.lit(end)
 
         def cut(df: DataFrame) -> DataFrame:
             if "ts" in df.columns:
@@ -153,7 +153,7 @@ class Timeline:
             aggs = [F.count(F.lit(1)).alias("rows")]
             if time_col:
                 aggs += [F.min(time_col).alias("first"), F.max(time_col).alias("last")]
-            r = times.first(df.agg(*aggs))
+            r = utc.first(df.agg(*aggs))
             rows.append({"table": name, "rows": r["rows"], "first": r["first"] if time_col else None,
                          "last": r["last"] if time_col else None})
         return pd.DataFrame(rows)
