@@ -252,3 +252,22 @@ def test_version_range_from_templates_when_the_banner_is_gone(spark, tmp_path):
         assert run.version is None, f"no banner left, yet {run.host} run {run.run_no} claims {run.version}"
         assert run.version_range and _range_contains(run.version_range, true_version), run.version_range
         assert run.version_evidence.startswith("log templates: "), run.version_evidence
+
+
+def test_table_schemas_do_not_follow_the_sessions_default_timestamp_type(spark):
+    """A session whose plain TIMESTAMP means TIMESTAMP_NTZ still gets the declared (zoned) timestamp columns."""
+    from test_detectors import _event_schema
+    from toolkit.state.schemas import STATE_SCHEMAS
+    from toolkit.timeline import StateFacts
+    from toolkit.timeline.build import build
+    from toolkit.timeline.schemas import TABLES
+
+    events = spark.createDataFrame([], _event_schema())
+    state = StateFacts(**{name: spark.createDataFrame([], schema) for name, schema in STATE_SCHEMAS.items()})
+    spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
+    try:
+        tables = build(events, state).tables()
+        got = {name: [(f.name, f.dataType) for f in tables[name].schema.fields] for name in TABLES}
+    finally:
+        spark.conf.unset("spark.sql.timestampType")
+    assert got == {name: [(f.name, f.dataType) for f in schema.fields] for name, schema in TABLES.items()}

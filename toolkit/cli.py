@@ -135,7 +135,9 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     summary = analysis.timeline.summary()
     rows = [[r.table, r.rows, r.first or "", r.last or ""] for r in summary.itertuples()]
     print(_table(rows, ["table", "count", "first", "last"]))
-    runs = analysis.timeline.process_runs.orderBy("host", "run_no").limit(50).collect()
+    from toolkit import utc
+
+    runs = utc.collect(analysis.timeline.process_runs.orderBy("host", "run_no").limit(50))
     if runs:
         print()
         print(_table([[r.host, r.run_no, r.start, r.end, r.end_kind, r.guarantee or "", r.version or ""] for r in runs],

@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from toolkit import utc
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
 from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, parse_logs
@@ -121,7 +122,7 @@ def record_figures(records: DataFrame, text_checks: bool = False) -> dict[str, d
         F.max("ts").alias("last_ts"),
     )
     figures = {}
-    for row in per_file.collect():
+    for row in utc.collect(per_file):
         one = row.asDict()
         source = one.pop("source")
         figures[source] = {**one, "first_ts": _iso(one["first_ts"]), "last_ts": _iso(one["last_ts"]), "examples": []}

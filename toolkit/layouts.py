@@ -538,7 +538,7 @@ def _timestamp(layout: Layout, ts_raw: Column, tz: Column, file_date: Column) ->
             parsed = F.try_to_timestamp(F.concat_ws(" ", file_date, ts_raw), F.lit(f"yyyy-MM-dd {fmt}"))
         candidates.append(parsed if has_zone else F.to_utc_timestamp(parsed, tz))
     if not candidates:
-        return F.lit(None).cast("timestamp")
+        return F.lit(None).cast("timestamp_ltz")
     return F.coalesce(*candidates) if len(candidates) > 1 else candidates[0]
 
 
@@ -736,7 +736,7 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     wrap_ts = F.coalesce(*[F.try_to_timestamp(F.col("wrap_ts"), F.lit(f)) for f in WRAPPER_TS_FORMATS])
     tz, day = F.col("tz"), F.col("file_date")
     named_ts = _case(layout_id, {l.id: _timestamp(l, F.col("f_ts"), tz, day) for l in layouts if not l.generic},
-                     F.lit(None).cast("timestamp"))
+                     F.lit(None).cast("timestamp_ltz"))
     ts = F.when(F.col("line_layout") == generic.id, _timestamp(generic, F.col("f_ts"), tz, day)).otherwise(named_ts)
     # Some layouts print the date only optionally (logback): decide per line.
     dated = F.col("f_ts").rlike(DATED_STAMP) | F.col("f_ts").rlike(r"^\d{9,19}(?:\.\d+)?$|^\{")
@@ -820,7 +820,7 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         per_line.where(~is_start & ~F.col("is_cont")).select("source", "line_no", "host", "value")
     )
     stray = stray.select(
-        "source", "line_no", "host", F.lit(None).cast("timestamp").alias("ts"),
+        "source", "line_no", "host", F.lit(None).cast("timestamp_ltz").alias("ts"),
         F.lit(None).cast("string").alias("ts_raw"), F.lit(None).cast("string").alias("level"),
         F.lit(None).cast("string").alias("thread"), F.lit(None).cast("string").alias("logger"),
         F.col("value").alias("message"), F.lit(None).cast("string").alias("stack"), F.lit(UNPARSED).alias("layout"),

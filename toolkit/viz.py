@@ -29,6 +29,8 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from toolkit import utc
+
 #: Altair refuses to embed more than 5000 rows by default; stay under it by aggregating.
 MAX_CHART_ROWS = 4000
 #: Default row limit of the frame helpers (per frame).
@@ -75,8 +77,8 @@ def _filter(df: DataFrame, hosts: Sequence[str] | None = None, tasks: Sequence[s
         start, end = window
         cols = [c for c in time_cols if c in df.columns]
         if cols:
-            t0 = F.lit(start).cast("timestamp") if start else None
-            t1 = F.lit(end).cast("timestamp") if end else None
+            t0 = utc.lit(start) if start else None
+            t1 = utc.lit(end) if end else None
             # An interval overlaps the window when it starts before its end and ends after its start.
             first, last = F.col(cols[0]), F.coalesce(*[F.col(c) for c in cols[::-1]])
             cond = F.lit(True)
@@ -99,8 +101,7 @@ def _evidence_text(tl, rows: DataFrame) -> DataFrame:
 
 def _to_pandas(df: DataFrame, limit: int, order: Sequence[str | Column]) -> pd.DataFrame:
     """Bounded collection: order then limit on Spark, never the whole table."""
-    pdf = df.orderBy(*order).limit(limit).toPandas()
-    return pdf
+    return utc.to_pandas(df.orderBy(*order).limit(limit))
 
 
 def _finish(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -168,7 +169,7 @@ def task_event_frame(tl, tasks: Sequence[str] | None = None, hosts: Sequence[str
     repeated on each of its task lanes so crash and restart sit in order with the task's events).
     """
     s = F.col
-    null_ts, null_str, null_long = (F.lit(None).cast(t) for t in ("timestamp", "string", "long"))
+    null_ts, null_str, null_long = (F.lit(None).cast(t) for t in ("timestamp_ltz", "string", "long"))
 
     def part(df: DataFrame, category: Column, label: Column, start: Column, end: Column,
              role: Column = null_str, offset: Column = null_long) -> DataFrame:
@@ -301,7 +302,7 @@ def ingest_frame(records: DataFrame, hosts: Sequence[str] | None = None, bucket_
     bucket = bucket_seconds or _bucket_for(df.where(F.col("ts").isNotNull()), "ts")
     # Records without a timestamp still count: they go to a bucket at the host's first time.
     order = F.struct("source", "line_no")
-    agg = (df.groupBy("host", F.window(F.coalesce("ts", F.lit("1970-01-01").cast("timestamp")),
+    agg = (df.groupBy("host", F.window(F.coalesce("ts", F.lit("1970-01-01").cast("timestamp_ltz")),
                                        f"{bucket} seconds").start.alias("bucket"), "level")
            .agg(F.sum("lines").alias("lines"), F.min_by("source", order).alias("source"),
                 F.min_by("line_no", order).alias("line_no"), F.min_by("text", order).alias("text")))
@@ -312,7 +313,7 @@ def ingest_frame(records: DataFrame, hosts: Sequence[str] | None = None, bucket_
 
 def _bucket_for(df: DataFrame, col: str, target_buckets: int = 120) -> int:
     """A round bucket size (seconds) giving about ``target_buckets`` buckets over the column's span."""
-    row = df.agg(F.min(col).alias("a"), F.max(col).alias("b")).first()
+    row = utc.first(df.agg(F.min(col).alias("a"), F.max(col).alias("b")))
     if row is None or row["a"] is None:
         return 60
     span = max((row["b"] - row["a"]).total_seconds(), 1.0)

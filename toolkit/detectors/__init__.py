@@ -33,6 +33,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Sequence
 
+from toolkit import utc
 from toolkit.detectors.base import (
     CONFIDENCES,
     ERROR,
@@ -183,7 +184,8 @@ def resolve_evidence(timeline: Any, findings: Sequence[Finding], limit: int = MA
         keys = events.sparkSession.createDataFrame(pending, "source string, line_no bigint")
         got = (events.join(F.broadcast(keys), ["source", "line_no"])
                .select("source", "line_no", "ts", F.substring_index("message", "\n", 1).alias("text"))
-               .dropDuplicates(["source", "line_no"]).collect())
+               .dropDuplicates(["source", "line_no"]))
+        got = utc.collect(got)
         lines = {(r.source, int(r.line_no)): r for r in got}
     for finding in findings:
         seen: set[tuple] = set()

@@ -40,7 +40,8 @@ from toolkit.detectors.common import (
     run_rows,
     summary_before,
 )
-from toolkit.detectors.preconditions import all_of, any_of, events_named, rows_in, sql_in, sql_strings
+from toolkit.detectors.preconditions import all_of, any_of, events_named, rows_in
+from toolkit.sqltext import sql_in, sql_list
 
 ID = "alos-crash-reprocessing"
 DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
@@ -84,7 +85,7 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
     runs = run_rows(tl)
     alos = {r.run_id: r for r in runs if _is_alos(r)}
     crashed = in_spark_order((r for r in alos.values() if r.end_kind == "crash"), key=lambda r: (r.host, r.run_no))[:200]
-    interruptions = all_rows(tl.events.where(f"event IN ({sql_strings(INTERRUPTIONS)})").select(
+    interruptions = all_rows(tl.events.where(f"event IN ({sql_list(INTERRUPTIONS)})").select(
         "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no"),
         "lost partitions and fenced threads")
     lost = in_spark_order((SimpleNamespace(**e.asDict(), guarantee=run.guarantee, commit_interval_ms=run.commit_interval_ms,

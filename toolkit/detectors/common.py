@@ -1,17 +1,20 @@
 """Helpers shared by detectors: evidence lines, versions, known-bug sentences, small Spark idioms.
 
-Everything collects bounded results only (``limit`` before ``collect``).
+Everything collects bounded results only (``limit`` before ``collect``), through :mod:`toolkit.utc`:
+collected timestamps are naive ``datetime`` values in UTC whatever the driver's time zone, so detectors
+may subtract and print them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.detectors.base import MAX_EVIDENCE, Evidence
 from toolkit.knowledge import get_known_bug, missing_evidence_steps, verdicts_for_detector, version_verdict
 from toolkit.knowledge.versions import VersionError, compare_versions
@@ -27,11 +30,6 @@ NOT_NIFI_SQL = "(product IS NULL OR product <> 'nifi')"
 def first_line(col: Column | str) -> Column:
     """The first line of a (possibly multi-line) message."""
     return F.substring_index(F.col(col) if isinstance(col, str) else col, "\n", 1)
-
-
-def is_eos(col: str = "guarantee") -> Column:
-    """``processing.guarantee`` is one of the exactly-once values."""
-    return F.lower(F.col(col)).startswith(EOS_PREFIX)
 
 
 def event_is(*names: str) -> Column:
@@ -53,7 +51,7 @@ def rows(df: DataFrame, limit: int = 50, order: Sequence[str] | None = None) -> 
     """
     if order:
         df = df.orderBy(*order)
-    return df.limit(limit).collect()
+    return utc.collect(df.limit(limit))
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,7 @@ class Bounded:
 def bounded(df: DataFrame, limit: int, order: Sequence[Any] | None = None) -> Bounded:
     """At most ``limit`` rows and the true row count (counted only when the limit was reached)."""
     ordered = df.orderBy(*order) if order else df
-    got = ordered.limit(limit + 1).collect()
+    got = utc.collect(ordered.limit(limit + 1))
     if len(got) <= limit:
         return Bounded(got, len(got))
     return Bounded(got[:limit], df.count())
@@ -193,11 +191,11 @@ def state_updater_of_runs(tl: Any, run_ids: Sequence[str]) -> dict[str, bool | N
     prefix, a ``-StateUpdater-`` thread) or an event only it prints. Off: the setting false, or the
     ``Restoration took`` summary a StreamThread prints only when it restores itself.
     """
-    from toolkit.detectors.preconditions import sql_in, sql_strings
+    from toolkit.sqltext import sql_in, sql_list
 
     runs = sql_in("run_id", run_ids)
     on = (f"prefix_kind = 'state-updater' OR coalesce(thread, '') LIKE '%-StateUpdater-%' "
-          f"OR event IN ({sql_strings(STATE_UPDATER_EVENTS)})")
+          f"OR event IN ({sql_list(STATE_UPDATER_EVENTS)})")
     off = "event = 'RESTORE_ALL_DONE' AND message LIKE '%Restoration took%'"
     logged = {r.run_id: r for r in all_rows(tl.events.where(runs).groupBy("run_id").agg(
         F.expr(f"max(CAST(({on}) AS INT))").alias("on"), F.expr(f"max(CAST(({off}) AS INT))").alias("off")),
@@ -254,7 +252,7 @@ def all_rows(df: DataFrame, what: str, limit: int = MAX_FACT_ROWS) -> list:
     More than ``limit`` rows raise ``ValueError`` (the detector then reports that it failed) rather than
     compare a silently cut set.
     """
-    got = df.limit(limit + 1).collect()
+    got = utc.collect(df.limit(limit + 1))
     if len(got) > limit:
         raise ValueError(f"more than {limit:,} {what} to compare")
     return got
@@ -277,28 +275,31 @@ def captured_checkpoint_rows(tl: Any) -> list:
 
 
 def is_eos_guarantee(guarantee: str | None) -> bool:
-    """``processing.guarantee`` is one of the exactly-once values (:func:`is_eos` for a collected value)."""
+    """A collected ``processing.guarantee`` is one of the exactly-once values (:data:`EOS_RUN_SQL` in Spark SQL)."""
     return (guarantee or "").lower().startswith(EOS_PREFIX)
+
+
+def spark_order(*values: Any) -> tuple:
+    """A sort key ordering by ``values`` as Spark orders them (and structs of them): field by field, ascending,
+    nulls first. For ``sorted``, ``min`` and ``max`` over collected rows."""
+    return tuple((value is not None, value) for value in values)
 
 
 def in_spark_order(items: Iterable[Any], key: Callable[[Any], tuple]) -> list:
     """``items`` sorted by the values ``key`` gives, ascending with nulls first, as Spark's ``orderBy`` does."""
-    return sorted(items, key=lambda item: tuple((value is not None, value) for value in key(item)))
-
-
-_EPOCH = datetime(1970, 1, 1)
+    return sorted(items, key=lambda item: spark_order(*key(item)))
 
 
 def unix_millis(ts: datetime | None) -> int | None:
     """Milliseconds since the epoch, rounded down as Spark's ``unix_millis`` does, of a collected timestamp
-    (for comparing collected timestamps with each other)."""
-    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(milliseconds=1)
+    (naive UTC, see :mod:`toolkit.utc`; for comparing collected timestamps with each other)."""
+    return None if ts is None else utc.epoch_micros(ts) // 1000
 
 
 def unix_seconds(ts: datetime | None) -> int | None:
     """Seconds since the epoch, rounded down as Spark's ``unix_timestamp`` does, of a collected timestamp
-    (for comparing collected timestamps with each other)."""
-    return None if ts is None else (ts.replace(tzinfo=None) - _EPOCH) // timedelta(seconds=1)
+    (naive UTC, see :mod:`toolkit.utc`; for comparing collected timestamps with each other)."""
+    return None if ts is None else utc.epoch_micros(ts) // 1_000_000
 
 
 def has_rows(df: DataFrame) -> bool:
@@ -312,7 +313,9 @@ def fmt_int(value: Any) -> str:
 
 
 def fmt_ts(value: datetime | None) -> str:
-    """``2026-03-07 10:06:07.807 UTC`` (or ``unknown``)."""
+    """``2026-03-07 10:06:07.807 UTC`` (or ``unknown``) of a collected (naive UTC) or an aware timestamp."""
+    if value is not None and value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
     return "unknown" if value is None else value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d} UTC"
 
 

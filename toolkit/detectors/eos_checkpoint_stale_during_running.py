@@ -33,7 +33,8 @@ from toolkit.detectors.common import (
     run_rows,
     unix_seconds,
 )
-from toolkit.detectors.preconditions import all_of, any_of, rows_in, sql_in
+from toolkit.detectors.preconditions import all_of, any_of, rows_in
+from toolkit.sqltext import sql_in
 
 ID = "eos-checkpoint-stale-during-running"
 STALE_AFTER_S = 600

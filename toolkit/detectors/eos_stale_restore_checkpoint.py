@@ -35,8 +35,6 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
     EOS_RUN_SQL,
@@ -58,7 +56,8 @@ from toolkit.detectors.common import (
     state_updater_of_runs,
     unix_millis,
 )
-from toolkit.detectors.preconditions import all_of, rows_in, sql_in
+from toolkit.detectors.preconditions import all_of, rows_in
+from toolkit.sqltext import sql_in
 
 ID = "eos-stale-restore-checkpoint"
 #: A restore-completion checkpoint is written in the same millisecond as the completion line;

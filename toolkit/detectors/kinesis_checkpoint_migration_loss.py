@@ -45,16 +45,16 @@ from toolkit.detectors.common import (
     missing_steps,
     rows,
     run_versions,
+    spark_order,
 )
 from toolkit.detectors.preconditions import (
     any_of,
     count_rows,
     events_named,
     rows_in,
-    sql_in,
-    sql_strings,
     sql_timestamp,
 )
+from toolkit.sqltext import sql_in, sql_list, sql_str
 
 ID = "kinesis-checkpoint-migration-loss"
 LEASE_KEY_ERROR = "Missing the key leaseKey"
@@ -86,8 +86,8 @@ COMPARED_STEPS = (*DELETED, *CREATED, *COPY_FAILED, *MIGRATION_GONE, *COPIED, *R
 def _migration_steps(tl) -> list:
     """The migration steps of every table (and the processors' start failures), oldest first."""
     steps = all_rows(tl.migration_steps.where(
-        f"step IN ({sql_strings(COMPARED_STEPS)}) "
-        f"OR (step IN ({sql_strings(FAILED_WRITES)}) AND error_code IS NOT NULL)").select(
+        f"step IN ({sql_list(COMPARED_STEPS)}) "
+        f"OR (step IN ({sql_list(FAILED_WRITES)}) AND error_code IS NOT NULL)").select(
         "table", "base_table", "ts", "step", "origin", "host", "error_code", "detail", "actor", "source", "line_no"),
         "checkpoint-table migration steps")
     return in_spark_order(steps, key=lambda s: (s.ts, s.source, s.line_no))
@@ -101,11 +101,6 @@ def _on_base(step) -> bool:
 def _on_migration(step) -> bool:
     """The step is about the table the items are copied from (``<app>_migration``)."""
     return step.base_table is not None and step.table == f"{step.base_table}_migration"
-
-
-def _struct_order(*values) -> tuple:
-    """The order Spark gives structs of these values (field by field, nulls first)."""
-    return tuple((v is not None, v) for v in values)
 
 
 def _first_copy_failures(steps: list) -> dict[str, "_Step"]:
@@ -128,7 +123,7 @@ def _first_copy_failures(steps: list) -> dict[str, "_Step"]:
                 failures.setdefault(copy.base_table, []).append(fail)
     out = {}
     for table, found in failures.items():
-        f = min(found, key=lambda f: _struct_order(f.ts, f.source, f.line_no, f.origin, f.detail))
+        f = min(found, key=lambda f: spark_order(f.ts, f.source, f.line_no, f.origin, f.detail))
         out[table] = _Step(f.ts, f.source, f.line_no, f.origin, f.detail)
     return out
 
@@ -142,7 +137,7 @@ def _nearest_step(steps: list, table: str, names: tuple, on, failed_at, before: 
     if not found:
         return None
     pick = max if before else min
-    s = pick(found, key=lambda s: _struct_order(s.ts, s.source, s.line_no))
+    s = pick(found, key=lambda s: spark_order(s.ts, s.source, s.line_no))
     return _Step(s.ts, s.source, s.line_no)
 
 
@@ -150,17 +145,13 @@ def _successful_puts(table: str, after, until=None, *, inclusive: bool = False):
     """A check for a successful item write into ``table`` after ``after`` (up to ``until``): a re-copy."""
     low = ">=" if inclusive else ">"
     window = f"ts {low} {sql_timestamp(after)}" + (f" AND ts <= {sql_timestamp(until)}" if until is not None else "")
-    return rows_in("migration_steps", f"table = base_table AND base_table = '{_quoted(table)}' AND "
+    return rows_in("migration_steps", f"table = base_table AND base_table = {sql_str(table)} AND "
                                       f"step = 'CLOUDTRAIL_PUT_ITEM' AND error_code IS NULL AND {window}")
 
 
 def _migrated_items(table: str):
     """A count of the item writes into ``<table>_migration``: the checkpoints the migration had to copy."""
-    return rows_in("migration_steps", f"table = '{_quoted(table)}_migration' AND step = 'CLOUDTRAIL_PUT_ITEM'")
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
+    return rows_in("migration_steps", f"table = {sql_str(table + '_migration')} AND step = 'CLOUDTRAIL_PUT_ITEM'")
 
 
 def _copied_between(steps: list, table: str, after, until, *, inclusive: bool) -> bool:
@@ -310,7 +301,7 @@ class _TableFacts:
                 F.count(F.lit(1)).alias("shards"), F.first("source").alias("source")), "streams of the tables"):
             self.shards.setdefault(r.table, []).append(r)
         for found in self.shards.values():
-            found.sort(key=lambda r: _struct_order(r.stream))
+            found.sort(key=lambda r: spark_order(r.stream))
         initial = rows(tl.events.where((F.col("event") == "SHARD_STARTED_FROM_INITIAL_POSITION")
                                        & F.col("position_type").isNotNull()).select("position_type").distinct(), 3)
         self.positions = sorted({r.position_type for r in initial})

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import all_of, rows_in
 from toolkit.detectors.common import evidence_at, events_of, fmt_ts, log_evidence, merge_evidence, missing_steps, rows
@@ -52,11 +53,11 @@ def nifi_checkpoints_stopped(tl) -> list[Finding]:
         gap_s = (c.end - c.last_ok).total_seconds()
         if gap_s < max(INTERVALS * interval_s, MIN_GAP_S):
             continue
-        in_gap = (F.col("host") == c.host) & (F.col("run_id") == c.run_id) & (F.col("ts") > F.lit(c.last_ok))
+        in_gap = (F.col("host") == c.host) & (F.col("run_id") == c.run_id) & (F.col("ts") > utc.lit(c.last_ok))
         failures = tl.nifi_checkpoints.where(in_gap & F.col("kind").isin(*FAILURE_KINDS))
         started = cp.where(in_gap & (F.col("kind") == "checkpoint_started"))
         pressure = events_of(tl, "REPOSITORY_BACKPRESSURE", "COMPONENT_STATE_SAVE_FAILED").where(
-            (F.col("host") == c.host) & (F.col("run_id") == c.run_id) & (F.col("ts") > F.lit(c.last_ok)))
+            (F.col("host") == c.host) & (F.col("run_id") == c.run_id) & (F.col("ts") > utc.lit(c.last_ok)))
         recent = done.where((F.col("host") == c.host) & (F.col("run_id") == c.run_id))
         durations = [r.duration_ms for r in rows(recent.select("duration_ms", "ts"), 3, order=[F.col("ts").desc()])]
         n_fail = rows(failures.agg(F.count(F.lit(1)).alias("n")), 1)[0].n
@@ -66,7 +67,7 @@ def nifi_checkpoints_stopped(tl) -> list[Finding]:
         why = (f"{n_fail} checkpoint failure(s) logged after it" + (f" ({cause})" if cause else "") if n_fail
                else "a checkpoint started after it and never finished (a stalled JVM or a blocked disk)" if hung
                else "no checkpoint line at all after it")
-        last_ok_line = recent.where(F.col("ts") == F.lit(c.last_ok))
+        last_ok_line = recent.where(F.col("ts") == utc.lit(c.last_ok))
         evidence = merge_evidence(evidence_at(tl, last_ok_line), evidence_at(tl, failures), evidence_at(tl, started),
                                   log_evidence(pressure, 3))
         findings.append(Finding(

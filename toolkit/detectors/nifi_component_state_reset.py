@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import evidence_at, fmt_int, fmt_ts, merge_evidence, missing_steps, rows
@@ -46,8 +47,8 @@ def nifi_component_state_reset(tl) -> list[Finding]:
         reset_at = g.first
         logged = mine.where(F.col("origin") == "log")
         lines = evidence_at(tl, logged.where(F.col("kind").isin("reset_detected", "save_failed", "read_failed")
-                                             | ((F.col("kind") == "listed") & (F.col("ts") >= F.lit(reset_at)))))
-        relisted = rows(mine.where((F.col("kind") == "listed") & (F.col("ts") >= F.lit(reset_at)))
+                                             | ((F.col("kind") == "listed") & (F.col("ts") >= utc.lit(reset_at)))))
+        relisted = rows(mine.where((F.col("kind") == "listed") & (F.col("ts") >= utc.lit(reset_at)))
                         .agg(F.sum("records").alias("n")), 1)[0].n if reset_at is not None else None
         window = (f"everything modified up to {fmt_ts(g.listing_before)} (the listing.timestamp before the reset)"
                   if g.listing_before else "everything the processor had listed before (the old listing.timestamp "

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Mapping, Union
 
-from pyspark.sql.types import TimestampType
+from toolkit import utc
+from toolkit.sqltext import sql_list
 
 
 @dataclass(frozen=True)
@@ -59,20 +60,9 @@ def _describe_part(part: Precondition) -> str:
     return part.describe() if isinstance(part, RowsIn) else f"({part.describe()})"
 
 
-def sql_strings(values: Iterable[str]) -> str:
-    """Spark SQL string literals, comma-separated (``'a', 'b'``), for an ``IN (...)`` list."""
-    return ", ".join("'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values)
-
-
 def sql_timestamp(value: datetime) -> str:
-    """A collected timestamp as a Spark SQL literal (converted back as ``lit(value)`` would be)."""
-    return f"timestamp_micros({TimestampType().toInternal(value)})"
-
-
-def sql_in(column: str, values: Iterable[str]) -> str:
-    """``column IN ('a', 'b')`` as Spark SQL; ``FALSE`` for no values."""
-    listed = sql_strings(values)
-    return f"{column} IN ({listed})" if listed else "FALSE"
+    """A collected timestamp (naive UTC, see :mod:`toolkit.utc`) as a Spark SQL literal."""
+    return f"timestamp_micros({utc.epoch_micros(value)})"
 
 
 def rows_in(table: str, where: str = "", min_rows: int = 1) -> RowsIn:
@@ -83,7 +73,7 @@ def rows_in(table: str, where: str = "", min_rows: int = 1) -> RowsIn:
 def events_named(*names: str, also: bool = True, where: str = "") -> RowsIn:
     """An event (log line) classified as one of ``names``; with ``also`` its ``also_events`` count too
     (as :func:`toolkit.detectors.common.event_is` matches them). ``where`` narrows the lines further."""
-    listed = sql_strings(names)
+    listed = sql_list(names)
     condition = f"event IN ({listed})"
     if also:
         condition = f"({condition} OR exists(also_events, name -> name IN ({listed})))"

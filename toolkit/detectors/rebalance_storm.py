@@ -14,6 +14,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
 from toolkit.detectors.common import (
@@ -59,8 +60,8 @@ def rebalance_storm(tl) -> list[Finding]:
         members = tl.generations.where((F.col("group_id") == g.group_id)
                                        & F.col("generation").between(g.w.generation, end_gen))
         hosts = sorted({r.host for r in rows(members.select("host").distinct(), 50) if r.host})
-        until = F.lit(start).cast("timestamp") + F.expr(f"INTERVAL {WINDOW_MINUTES} MINUTES")
-        in_storm = F.col("ts").between(F.lit(start).cast("timestamp"), until)
+        until = utc.lit(start) + F.expr(f"INTERVAL {WINDOW_MINUTES} MINUTES")
+        in_storm = F.col("ts").between(utc.lit(start), until)
         costly = tl.events.where(F.col("event").isin(*COSTLY) & in_storm)
         # A thread that lost or dirty-closed its tasks while its last summary counted no records had nothing
         # uncommitted: no reprocessing, no damage.

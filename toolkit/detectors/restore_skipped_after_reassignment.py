@@ -38,8 +38,10 @@ from toolkit.detectors.common import (
     known_bug_sentences,
     missing_steps,
     run_rows,
+    spark_order,
 )
-from toolkit.detectors.preconditions import all_of, rows_in, sql_in
+from toolkit.detectors.preconditions import all_of, rows_in
+from toolkit.sqltext import sql_in
 
 ID = "restore-skipped-after-reassignment"
 BUG = "KAFKA-7672"
@@ -86,11 +88,6 @@ def _thread_lines(events, starts: list) -> list:
         f"OR (event IN ('RESTORE_PROGRESS', 'RESTORE_END') AND {topics}) OR event = 'RESTORE_QUEUED')").select(
         "host", "run_id", "stream_thread", "task_id", "topic", "partition", "event", "ts", "source", "line_no"),
         "thread, restore and hand-over lines")
-
-
-def _struct_order(*values) -> tuple:
-    """The order Spark gives structs of these values (field by field, nulls first)."""
-    return tuple((v is not None, v) for v in values)
 
 
 @detector(id=ID, title="Task went RUNNING without restoring its changelog (KAFKA-7672)", severity="critical",
@@ -140,8 +137,8 @@ def restore_skipped_after_reassignment(tl) -> list[Finding]:
         after = [r for r in thread_running if r.ts >= t.ts]
         if not earlier or not after:
             continue
-        p = max(earlier, key=lambda p: _struct_order(p.ts, p.source, p.line_no, p.end_offset))
-        r = min(after, key=lambda r: _struct_order(r.ts, r.source, r.line_no))
+        p = max(earlier, key=lambda p: spark_order(p.ts, p.source, p.line_no, p.end_offset))
+        r = min(after, key=lambda r: spark_order(r.ts, r.source, r.line_no))
         restored = any(t.ts <= at <= r.ts for at in proofs.get((t.host, t.run_id, t.topic, t.partition), [])
                        if at is not None)
         handed_over = any(t.ts <= at <= r.ts for at in queued.get((t.host, t.run_id, t.task_id), [])

@@ -48,7 +48,8 @@ from toolkit.detectors.common import (
     rows,
     run_rows,
 )
-from toolkit.detectors.preconditions import all_of, any_of, rows_in, sql_in
+from toolkit.detectors.preconditions import all_of, any_of, rows_in
+from toolkit.sqltext import sql_in
 
 ID = "standby-lock-stale-checkpoint"
 BUG = "KAFKA-8187"

@@ -41,6 +41,7 @@ from toolkit.catalogue import (
 )
 from toolkit.redact import redact_text_col
 from toolkit.regex import to_java_regex
+from toolkit.sqltext import sql_str
 
 #: Record columns carried into the events table.
 RECORD_KEEP: tuple[str, ...] = (
@@ -87,11 +88,6 @@ _EXCEPTION_CLASS = r"^\s*([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:Exception|Er
 #: What a multi-line template reads: the body and, after it, the stack trace (an exception's multi-line
 #: message often opens the stack trace: "Error encountered sending record ... due to:\n<cause>\nWritten ...").
 _FULL_TEXT = "CASE WHEN stack IS NULL THEN _body ELSE concat(_body, '\\n', stack) END"
-
-
-def _sql_str(value: str) -> str:
-    """A Spark SQL string literal (backslash escapes are processed by the SQL parser)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _nullif_empty(col: Column) -> Column:
@@ -243,7 +239,7 @@ def _sql_const(value: object, sql_type: str) -> str:
     Spark folds it into a literal once; written as ``array('a', 'b', ...)`` with hundreds of
     elements, the analyzer alone takes seconds per DataFrame step.
     """
-    return f"from_json({_sql_str(json.dumps(value))}, {_sql_str(sql_type)})"
+    return f"from_json({sql_str(json.dumps(value))}, {sql_str(sql_type)})"
 
 
 def _sql_array(values: Sequence[object]) -> str:
@@ -280,7 +276,7 @@ def _with_template_lookups(tagged: DataFrame, templates: Sequence[Template]) -> 
     groups = [t.groups for t in templates]
     items = [t.item_groups for t in templates]
     prefix_cols = [
-        f"nullif(regexp_extract(message, {_sql_str(_PREFIX_JAVA)}, {idx}), '') AS _p_{name}"
+        f"nullif(regexp_extract(message, {sql_str(_PREFIX_JAVA)}, {idx}), '') AS _p_{name}"
         for name, idx in _PREFIX_GROUPS.items()
     ]
     return tagged.sortWithinPartitions("_tidx").selectExpr(
@@ -322,21 +318,21 @@ def _with_typed_fields(grouped: DataFrame) -> DataFrame:
         f"CASE WHEN _g_partitions IS NOT NULL AND _ii_{f} > 0 THEN regexp_extract_all(_g_partitions, _item, _ii_{f}) END AS _i_{f}"
         for f in ITEM_FIELDS
     ]
-    client_thread = f"regexp_replace(_p_client_ref, {_sql_str(_CLIENT_SUFFIX)}, '')"
+    client_thread = f"regexp_replace(_p_client_ref, {sql_str(_CLIENT_SUFFIX)}, '')"
     return grouped.selectExpr(
         "*",
         *item_arrays,
-        f"CASE WHEN _g_tasks IS NOT NULL THEN regexp_extract_all(_g_tasks, {_sql_str(_TASK_ITEM)}, 0) END AS task_ids",
+        f"CASE WHEN _g_tasks IS NOT NULL THEN regexp_extract_all(_g_tasks, {sql_str(_TASK_ITEM)}, 0) END AS task_ids",
         # thread from the prefix, never from the truncated %t column; the assignor prefix is <thread>-consumer
         "coalesce(_g_stream_thread,"
         " CASE WHEN _p_thread_kind IN ('stream-thread', 'state-updater', 'global-stream-thread')"
         "      THEN regexp_replace(_p_thread_ref, '-consumer$', '') END,"
-        f" CASE WHEN {client_thread} RLIKE {_sql_str(_STREAMS_THREAD)} THEN {client_thread} END) AS stream_thread",
+        f" CASE WHEN {client_thread} RLIKE {sql_str(_STREAMS_THREAD)} THEN {client_thread} END) AS stream_thread",
         f"{client_thread} AS _client_thread",
         "CASE WHEN _p_group_id NOT IN ('', 'null') THEN _p_group_id END AS _group_id",
         "coalesce(_g_component_type, _p_component_type) AS component_type",
         "coalesce(_g_component_id, _p_component_id) AS component_id",
-        f"coalesce(_g_error_class, nullif(regexp_extract(stack, {_sql_str(_EXCEPTION_CLASS)}, 1), '')) AS error_class",
+        f"coalesce(_g_error_class, nullif(regexp_extract(stack, {sql_str(_EXCEPTION_CLASS)}, 1), '')) AS error_class",
         *[f"{_typed(n)} AS {n}" for n in FIELD_TYPES if n not in _DERIVED],
     )
 
@@ -354,8 +350,8 @@ def _with_partitions_and_ids(typed: DataFrame) -> DataFrame:
         f"{partitions} AS partitions",
         "coalesce(_g_client_id,"
         " CASE WHEN _p_thread_kind = 'stream-client' THEN _p_thread_ref END,"
-        f" nullif(regexp_extract(stream_thread, {_sql_str(_CLIENT_ID_OF_THREAD)}, 1), ''),"
-        f" nullif(regexp_extract(_client_thread, {_sql_str(_CLIENT_ID_OF_THREAD)}, 1), '')) AS client_id",
+        f" nullif(regexp_extract(stream_thread, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), ''),"
+        f" nullif(regexp_extract(_client_thread, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), '')) AS client_id",
         "coalesce(_g_task_id, _p_task_ref, _p_old_task_ref, CASE WHEN size(task_ids) = 1 THEN task_ids[0] END) AS task_id",
         "CASE WHEN lower(coalesce(_g_task_role, _p_task_kind_any)) IN ('standby', 'standby-task') THEN 'standby'"
         " WHEN lower(coalesce(_g_task_role, _p_task_kind_any)) IN ('active', 'stream', 'stream-task', 'task') THEN 'active'"

@@ -8,6 +8,8 @@ from typing import Iterable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from toolkit.sqltext import sql_list, sql_str
+
 # Run markers: a JVM start. Strong ones are logged once per start; `Kafka version` is logged once per
 # Kafka client (consumer, restore consumer, producer, admin...), so it only counts on hosts without
 # strong markers.
@@ -43,11 +45,6 @@ STARTUP_SILENCE_SECONDS = 5
 NIFI_BOOTSTRAP_LOGGER = r"^(?:org\.apache\.nifi\.bootstrap|o\.a\.n\.b)\."
 
 
-def _sql_str(value: str) -> str:
-    """A Spark SQL string literal (the SQL parser processes backslash escapes)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _chain(operator: str, *terms: str) -> str:
     """SQL: ``terms`` joined by ``operator`` (AND, OR), grouped from the left as written (the SQL parser would
     balance a longer chain, which evaluates the conditions in another order)."""
@@ -56,7 +53,7 @@ def _chain(operator: str, *terms: str) -> str:
 
 def nifi_bootstrap_condition(columns: Iterable[str]) -> str:
     """SQL text of :func:`is_nifi_bootstrap` for a frame with these columns."""
-    by_logger = f"logger RLIKE {_sql_str(NIFI_BOOTSTRAP_LOGGER)}" if "logger" in columns else "false"
+    by_logger = f"logger RLIKE {sql_str(NIFI_BOOTSTRAP_LOGGER)}" if "logger" in columns else "false"
     by_template = "startswith(template_id, 'nifi.bootstrap.')" if "template_id" in columns else "false"
     return f"(coalesce({by_logger}, false) OR coalesce({by_template}, false))"
 
@@ -89,13 +86,13 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     order = f"PARTITION BY host {order_by}"
     so_far = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     before = f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
-    body = f"regexp_replace(message, {_sql_str(_CLIENT_PREFIX)}, '')"
-    marker_kind = "CASE " + " ".join(f"WHEN message RLIKE {_sql_str(p)} THEN '{k}'" for p, k in _MARKER_KINDS) + " END"
+    body = f"regexp_replace(message, {sql_str(_CLIENT_PREFIX)}, '')"
+    marker_kind = "CASE " + " ".join(f"WHEN message RLIKE {sql_str(p)} THEN '{k}'" for p, k in _MARKER_KINDS) + " END"
     marked = (
         df.withColumn("_order_ts", F.expr(
             f"coalesce(ts, last(ts, true) OVER (PARTITION BY host, source ORDER BY line_no {so_far}))"))
-        .withColumn("_strong", F.expr(f"coalesce(message RLIKE {_sql_str(_STRONG_START)}, false)"))
-        .withColumn("_weak", F.expr(f"coalesce({body} RLIKE {_sql_str(_WEAK_START)}, false)"))
+        .withColumn("_strong", F.expr(f"coalesce(message RLIKE {sql_str(_STRONG_START)}, false)"))
+        .withColumn("_weak", F.expr(f"coalesce({body} RLIKE {sql_str(_WEAK_START)}, false)"))
         .withColumn("_host_has_strong", F.expr("max(CAST(_strong AS INT)) OVER (PARTITION BY host) = 1"))
         .withColumn("_marker", F.expr("_strong OR (_weak AND NOT _host_has_strong)"))
         .withColumn("_kind", F.expr(f"CASE WHEN _strong THEN coalesce({marker_kind}, 'other') END"))
@@ -125,7 +122,7 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     after = ("PARTITION BY host ORDER BY _order_ts DESC NULLS LAST, source DESC, line_no DESC"
              " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING")
     boot = nifi_bootstrap_condition(df.columns)
-    main = (f"coalesce(lower(thread) IN ({', '.join(_sql_str(t) for t in STARTUP_THREADS)}), false)"
+    main = (f"coalesce(lower(thread) IN ({sql_list(STARTUP_THREADS)}), false)"
             if "thread" in df.columns else "false")
     result = result.withColumn("_main", F.expr(f"{main} AND NOT {boot}"))
     other = "NOT _main AND NOT _starts_run"

@@ -72,7 +72,8 @@ def template_versions(spark: SparkSession, templates: Sequence[Template] | None 
     """template_id, family (``kafka`` / ``nifi``), lowest and highest version key of each catalogue template.
 
     A range ending at the newest release checked (:data:`NEWEST_CHECKED`) is open (:data:`OPEN_KEY`);
-    templates whose version text cannot be read are left out.
+    templates whose version text cannot be read are left out. A table to join in notebooks and your own
+    queries; the timeline itself looks the same rows up through :func:`template_version_map`.
     """
     return spark.createDataFrame(template_version_rows(templates), TEMPLATE_VERSIONS_SCHEMA)
 

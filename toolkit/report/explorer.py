@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from toolkit import utc
 from toolkit.report.investigation import ReportView
 
 
@@ -51,11 +52,11 @@ class Explorer:
         if kinds:
             ev = ev.where(F.col("event").isin(list(kinds)))
         if window and window[0] is not None:
-            ev = ev.where(F.col("ts") >= F.lit(pd.Timestamp(window[0]).to_pydatetime()))
+            ev = ev.where(F.col("ts") >= utc.lit(pd.Timestamp(window[0]).to_pydatetime()))
         if window and window[1] is not None:
-            ev = ev.where(F.col("ts") <= F.lit(pd.Timestamp(window[1]).to_pydatetime()))
-        pdf = (ev.select("ts", "host", "event", "task_id", "source", "line_no", "message")
-               .orderBy("ts", "source", "line_no").limit(limit).toPandas())
+            ev = ev.where(F.col("ts") <= utc.lit(pd.Timestamp(window[1]).to_pydatetime()))
+        pdf = utc.to_pandas(ev.select("ts", "host", "event", "task_id", "source", "line_no", "message")
+                              .orderBy("ts", "source", "line_no").limit(limit))
         pdf.insert(0, "where", pdf["source"] + ":" + pdf["line_no"].astype(str))
         return pdf.drop(columns=["source", "line_no"])
 

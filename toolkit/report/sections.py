@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pandas as pd
 
+from toolkit import utc
 from toolkit.report.investigation import ReportView
 from toolkit.shipped import shipped_file
 
@@ -324,7 +325,7 @@ def appendix_tables(inv: ReportView, limit: int = 200) -> dict[str, pd.DataFrame
         ("checkpoints", ["host", "task_id", "topic", "partition", "ts", "kind", "offset", "origin", "source", "line_no"],
          ["ts"]),
     ):
-        out[name] = getattr(tl, name.replace(" ", "_")).select(*cols).orderBy(*order).limit(limit).toPandas()
+        out[name] = utc.to_pandas(getattr(tl, name.replace(" ", "_")).select(*cols).orderBy(*order).limit(limit))
     return out
 
 

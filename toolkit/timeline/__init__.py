@@ -15,6 +15,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline.schemas import TABLES
 
@@ -74,7 +75,7 @@ class Timeline:
         if self.nifi_checkpoints is None or self.nifi_state_changes is None:
             from toolkit.timeline.nifi import nifi_tables
 
-            built = nifi_tables(self.events, self.state, self.process_runs)
+            built = nifi_tables(self.events, self.state)
             self.nifi_checkpoints = built["nifi_checkpoints"] if self.nifi_checkpoints is None else self.nifi_checkpoints
             self.nifi_state_changes = (built["nifi_state_changes"] if self.nifi_state_changes is None
                                        else self.nifi_state_changes)
@@ -93,7 +94,7 @@ class Timeline:
 
     def between(self, start: datetime | str, end: datetime | str) -> "Timeline":
         """Rows whose time (``ts``, or an interval ``start``..``end``) overlaps [start, end]."""
-        t0, t1 = F.lit(start).cast("timestamp"), F.lit(end).cast("timestamp")
+        t0, t1 = utc.lit(start), utc.lit(end)
 
         def cut(df: DataFrame) -> DataFrame:
             if "ts" in df.columns:
@@ -152,7 +153,7 @@ class Timeline:
             aggs = [F.count(F.lit(1)).alias("rows")]
             if time_col:
                 aggs += [F.min(time_col).alias("first"), F.max(time_col).alias("last")]
-            r = df.agg(*aggs).first()
+            r = utc.first(df.agg(*aggs))
             rows.append({"table": name, "rows": r["rows"], "first": r["first"] if time_col else None,
                          "last": r["last"] if time_col else None})
         return pd.DataFrame(rows)

@@ -18,7 +18,8 @@ from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
-from toolkit.timeline.sql import conform, sql_list, sql_map, sql_str
+from toolkit.sqltext import sql_list, sql_str
+from toolkit.timeline.sql import conform, sql_map
 
 # --------------------------------------------------------------------------- helpers
 
@@ -127,8 +128,8 @@ def run_spans(events: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
                                        "last_line_no", "last_text", "last_of_file"), ["host", "run_no"], "left")
     else:
         runs = runs.selectExpr(
-            "*", "CAST(NULL AS TIMESTAMP) AS first_ts", "_first.source AS first_source",
-            "CAST(NULL AS TIMESTAMP) AS last_ts", "CAST(NULL AS STRING) AS last_source",
+            "*", "CAST(NULL AS timestamp_ltz) AS first_ts", "_first.source AS first_source",
+            "CAST(NULL AS timestamp_ltz) AS last_ts", "CAST(NULL AS STRING) AS last_source",
             "CAST(NULL AS BIGINT) AS last_line_no", "CAST(NULL AS STRING) AS last_text",
             "CAST(NULL AS BOOLEAN) AS last_of_file")
     last_is_bound = "(last_ts IS NOT NULL AND last_ts >= _ev_last.ts)"
@@ -578,7 +579,7 @@ def dir_cleanups(events: DataFrame, lifecycles: DataFrame) -> DataFrame:
     left = with_s.join(listed, keys).where("s_ts > _last_listed").groupBy(*keys).agg(F.expr("min(s_ts) AS _left_at"))
     out = out.join(by_summary, keys, "left").join(left, keys, "left").selectExpr(
         "*", "CASE WHEN _s_assigned IS NOT NULL THEN _s_assigned = 1 ELSE _lc_assigned END AS assigned_at_the_time",
-        "CASE WHEN _s_assigned = 1 THEN CAST(NULL AS TIMESTAMP) ELSE coalesce(_left_at, _lc_until) END"
+        "CASE WHEN _s_assigned = 1 THEN CAST(NULL AS timestamp_ltz) ELSE coalesce(_left_at, _lc_until) END"
         " AS last_owner_until")
     return _conform(out, "dir_cleanups")
 
@@ -686,7 +687,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     lifecycles = task_lifecycles(events, spans)
     thread_states, client_states = state_intervals(events, spans)
     gens = generations(events)
-    nifi = nifi_tables(events, state, runs)
+    nifi = nifi_tables(events, state)
     return Timeline(
         events=events,
         config=config if config is not None else spark.createDataFrame([], "host string, run_id string, key string, value string"),

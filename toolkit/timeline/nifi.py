@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from toolkit.timeline.schemas import TABLES
-from toolkit.timeline.sql import conform, quoted, sql_list, sql_map, sql_str
+from toolkit.sqltext import sql_list, sql_str
+from toolkit.timeline.sql import conform, quoted, sql_map
 
 #: event -> (repository or None when the line does not say, kind)
 CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
@@ -187,7 +188,7 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
 
 #: Event columns the NiFi tables read (typed as in ``toolkit.events``); absent ones are taken as null.
 _EVENT_COLUMNS = {
-    "host": "string", "run_id": "string", "ts": "timestamp", "event": "string", "product": "string",
+    "host": "string", "run_id": "string", "ts": "timestamp_ltz", "event": "string", "product": "string",
     "thread": "string", "path": "string", "message": "string", "stack": "string", "records": "bigint",
     "count": "bigint", "offset": "bigint", "detail": "string", "duration_ms": "bigint", "source": "string",
     "line_no": "bigint", "component_type": "string", "component_id": "string",
@@ -202,8 +203,8 @@ def _with_event_columns(events: DataFrame) -> DataFrame:
     return events.selectExpr("*", *[f"CAST(NULL AS {_EVENT_COLUMNS[name]}) AS {quoted(name)}" for name in missing])
 
 
-def nifi_tables(events: DataFrame, state, runs: DataFrame | None = None) -> dict[str, DataFrame]:
-    """Both NiFi tables from classified events and the state facts (``StateFacts``); ``runs`` is unused for now."""
+def nifi_tables(events: DataFrame, state) -> dict[str, DataFrame]:
+    """Both NiFi tables from classified events and the state facts (``StateFacts``)."""
     files = getattr(state, "nifi_repository_files", None)
     local_state = getattr(state, "nifi_local_state", None)
     events = _with_event_columns(events)

@@ -9,20 +9,12 @@ unchanged.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType, StructType, TimestampType
 
-
-def sql_str(value: str) -> str:
-    """A Spark SQL string literal (the SQL parser processes backslash escapes)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
-
-
-def sql_list(values: Iterable[str]) -> str:
-    """String literals separated by commas, for ``IN (...)``, ``array(...)`` and the like."""
-    return ", ".join(sql_str(v) for v in values)
+from toolkit.sqltext import sql_str
 
 
 def sql_map(pairs: Mapping[str, str]) -> str:

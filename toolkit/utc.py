@@ -1,0 +1,90 @@
+"""Timestamps between Spark and the driver, independent of the driver's time zone.
+
+PySpark hands a collected ``TIMESTAMP`` to Python as a naive ``datetime`` in the *local* zone of the
+Python process (and turns a naive ``datetime`` given to ``lit`` back from that zone). On a driver whose
+zone has daylight saving time, two collected times an hour apart across the change then differ by 0 or
+2 hours, and a time printed as UTC is in fact local time.
+
+The toolkit's sessions run in UTC (``spark.sql.session.timeZone``, set by :mod:`toolkit.spark`). Read
+through :func:`collect`, :func:`first` or :func:`to_pandas`, every timestamp (also inside structs,
+arrays and maps) arrives as a naive ``datetime`` in UTC, whatever the driver's zone: Spark casts it to
+``TIMESTAMP_NTZ`` first, which PySpark converts without a zone. :func:`lit` and :func:`epoch_micros`
+take such values (or aware ones) back to Spark.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType, TimestampNTZType, TimestampType
+
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _utc_type(dt: DataType) -> DataType | None:
+    """``dt`` with every ``TIMESTAMP`` in it as ``TIMESTAMP_NTZ``; ``None`` when it holds none."""
+    if isinstance(dt, TimestampType):
+        return TimestampNTZType()
+    if isinstance(dt, ArrayType):
+        inner = _utc_type(dt.elementType)
+        return None if inner is None else ArrayType(inner, dt.containsNull)
+    if isinstance(dt, MapType):
+        key, value = _utc_type(dt.keyType), _utc_type(dt.valueType)
+        if key is None and value is None:
+            return None
+        return MapType(key or dt.keyType, value or dt.valueType, dt.valueContainsNull)
+    if isinstance(dt, StructType):
+        inner = [_utc_type(f.dataType) for f in dt.fields]
+        if all(t is None for t in inner):
+            return None
+        return StructType([StructField(f.name, t or f.dataType, f.nullable, f.metadata)
+                           for f, t in zip(dt.fields, inner)])
+    return None
+
+
+def utc_naive(df: DataFrame) -> DataFrame:
+    """``df`` with every ``TIMESTAMP`` (also nested) cast to ``TIMESTAMP_NTZ``: its UTC wall-clock time."""
+    fields = df.schema.fields
+    types = [_utc_type(f.dataType) for f in fields]
+    if all(t is None for t in types):
+        return df
+    # Positional names, so columns with dots or the same name are cast alike and keep their names.
+    positional = df.toDF(*[f"_c{i}" for i in range(len(fields))])
+    return positional.select(*[
+        (F.col(f"_c{i}") if t is None else F.col(f"_c{i}").cast(t)).alias(f.name)
+        for i, (f, t) in enumerate(zip(fields, types))])
+
+
+def collect(df: DataFrame) -> list[Row]:
+    """``df.collect()``, timestamps as naive ``datetime`` in UTC (bound ``df`` first: it is all read)."""
+    return utc_naive(df).collect()
+
+
+def first(df: DataFrame) -> Row | None:
+    """``df.first()``, timestamps as naive ``datetime`` in UTC."""
+    got = collect(df.limit(1))
+    return got[0] if got else None
+
+
+def to_pandas(df: DataFrame) -> Any:
+    """``df.toPandas()``, timestamps as naive ``datetime64`` in UTC (bound ``df`` first)."""
+    return utc_naive(df).toPandas()
+
+
+def epoch_micros(value: datetime) -> int:
+    """Microseconds since the epoch of a naive ``datetime`` in UTC (as collected here) or an aware one."""
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def lit(value: datetime | str) -> Column:
+    """A timestamp literal: a naive ``datetime`` is UTC; text is read in the session's zone (UTC)."""
+    if isinstance(value, datetime):
+        if hasattr(value, "to_pydatetime"):  # a pandas Timestamp
+            value = value.to_pydatetime()
+        return F.timestamp_micros(F.lit(epoch_micros(value)))
+    return F.lit(value).cast("timestamp_ltz")
