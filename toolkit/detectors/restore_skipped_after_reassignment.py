@@ -81,7 +81,8 @@ def _with_owners(events, starts):
 def _first_at_or_after(starts, marks, keys: list[str], alias: str):
     """``starts`` with the time of the first of ``marks`` (rows of ``keys`` and ``ts``) at or after each start
     with the same ``keys``, as ``alias``: one sorted pass per key, not every start against every mark."""
-    after = Window.partitionBy(*keys).orderBy(F.unix_micros("ts")).rangeBetween(0, Window.unboundedFollowing)
+    # Latest first, so that the frame grows row by row (a frame up to the partition's end is computed anew per row).
+    after = Window.partitionBy(*keys).orderBy(-F.unix_micros("ts")).rangeBetween(Window.unboundedPreceding, 0)
     both = starts.withColumn("_start", F.lit(True)).unionByName(
         marks.select(*keys, "ts").withColumn("_start", F.lit(False)), allowMissingColumns=True)
     return both.withColumn(alias, F.min(F.when(~F.col("_start"), F.col("ts"))).over(after)).where("_start").drop(
@@ -102,18 +103,19 @@ def _unrestored_restarts(events, starts):
     micros = F.unix_micros("ts")
     running = events.where("event = 'THREAD_STATE' AND to_state = 'RUNNING' AND ts IS NOT NULL").select(
         *thread, "ts", F.col("source").alias("_rsource"), F.col("line_no").alias("_rline"))
-    by_thread = Window.partitionBy(*thread).orderBy(micros)
+    # Latest first: "after a start" frames then grow row by row instead of being recomputed for every row.
+    by_thread = Window.partitionBy(*thread).orderBy(-micros)
     is_running = ~F.col("_start")
     # Per start: the thread's first RUNNING strictly after it (from then on it is an earlier restore) and the
     # first at or after it (the RUNNING the restart leads to).
     marks = starts.withColumn("_start", F.lit(True)).unionByName(
         running.withColumn("_start", F.lit(False)), allowMissingColumns=True).select(
         "*",
-        F.min(F.when(is_running, F.col("ts"))).over(by_thread.rangeBetween(1, Window.unboundedFollowing))
+        F.min(F.when(is_running, F.col("ts"))).over(by_thread.rangeBetween(Window.unboundedPreceding, -1))
         .alias("_earlier_from"),
         F.min(F.when(is_running, F.struct(F.col("ts").alias("running_at"), F.col("_rsource").alias("running_source"),
                                           F.col("_rline").alias("running_line"))))
-        .over(by_thread.rangeBetween(0, Window.unboundedFollowing)).alias("run"),
+        .over(by_thread.rangeBetween(Window.unboundedPreceding, 0)).alias("run"),
     ).where("_start").drop("_start", "_rsource", "_rline")
     # Per start: the latest start of the same partition on the thread that was followed by a RUNNING before it.
     prev = F.struct(F.col("ts").alias("prev_at"), F.col("source").alias("prev_source"),
