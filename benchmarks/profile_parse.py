@@ -104,8 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jstack", action="store_true", help="sample executor stacks (needs jstack and psutil)")
     args = parser.parse_args(argv)
 
-    from pyspark.sql import functions as F
-
     from toolkit import layouts as L
     from toolkit.bundle import open_bundle
     from toolkit.ingest import parse_bundle

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import tarfile
 import zipfile
 from datetime import datetime

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_detectors import CHANGELOG, _eos_timeline, at, ev, make_timeline
+from test_detectors import _eos_timeline, at, ev, make_timeline
 from toolkit.detectors import run_detectors
 
 RAISED = ("critical", "warning")

@@ -211,8 +211,8 @@ def test_unknown_shapes_groups_noise_by_masked_shape(spark):
         ("Fetched 120 records from partition orders-3 in 15ms", "com.example.OrderProcessor"),
         ("Fetched 98 records from partition orders-1 in 7ms", "com.example.OrderProcessor"),
         ("Fetched 3 records from partition orders-0 in 201ms", "com.example.OrderProcessor"),
-        (f"Request 7f3c9e2a-1b4d-4c8e-9f0a-2d6b8e1c3a57 served by node abcdef0123456789", "com.example.Http"),
-        (f"Request 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d served by node 0123456789abcdef", "com.example.Http"),
+        ("Request 7f3c9e2a-1b4d-4c8e-9f0a-2d6b8e1c3a57 served by node abcdef0123456789", "com.example.Http"),
+        ("Request 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d served by node 0123456789abcdef", "com.example.Http"),
         (f"stream-thread [{T1}] State transition from RUNNING to PARTITIONS_REVOKED", "o.a.k.s.p.internals.StreamThread"),
         ("user password=hunter2 rejected", None),
     ]

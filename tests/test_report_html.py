@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import struct
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 

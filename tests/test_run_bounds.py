@@ -9,7 +9,7 @@ start-up window and are placed by their second alone.
 from __future__ import annotations
 
 import pytest
-from test_runs import THREAD, app_line, at, line, start, stopped, summary
+from test_runs import THREAD, app_line, at, start, stopped, summary
 
 COLUMNS = "host string, source string, line_no bigint, ts timestamp, thread string, logger string, message string, " \
           "layout string"

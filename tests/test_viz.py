@@ -15,7 +15,7 @@ T = datetime.fromisoformat
 @pytest.fixture(scope="module")
 def tiny_timeline(spark):
     """A timeline shaped like the EOS stale-checkpoint story: restore + checkpoint, crash, restart."""
-    from toolkit.timeline import StateFacts, Timeline
+    from toolkit.timeline import Timeline
     from toolkit.timeline.schemas import TABLES
 
     def table(name, rows=()):

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -126,11 +126,16 @@ def record_figures(records: DataFrame, text_checks: bool = False) -> dict[str, d
         one = row.asDict()
         source = one.pop("source")
         figures[source] = {**one, "first_ts": _iso(one["first_ts"]), "last_ts": _iso(one["last_ts"]), "examples": []}
+    # The first unparsed lines of each file, picked before they are gathered: a file of millions of
+    # unparsed lines must not build one list of all of them.
+    first_lines = Window.partitionBy("source").orderBy("line_no", "text")
     unparsed_rows = (
         records.where(F.col("layout") == UNPARSED)
+        .select("source", "line_no", F.substring("message", 1, 300).alias("text"))
+        .withColumn("_n", F.row_number().over(first_lines))
+        .where(F.col("_n") <= UNPARSED_EXAMPLES)
         .groupBy("source")
-        .agg(F.slice(F.sort_array(F.collect_list(F.struct("line_no", F.substring("message", 1, 300).alias("text")))),
-                     1, UNPARSED_EXAMPLES).alias("examples"))
+        .agg(F.sort_array(F.collect_list(F.struct("line_no", "text"))).alias("examples"))
         .collect()
     )
     for row in unparsed_rows:

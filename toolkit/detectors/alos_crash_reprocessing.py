@@ -46,6 +46,8 @@ from toolkit.sqltext import sql_in, sql_list
 ID = "alos-crash-reprocessing"
 DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
 INTERRUPTIONS = ("PARTITIONS_LOST", "TASK_MIGRATED")
+#: Lost-partition and fencing lines of at-least-once runs sized at most (the first, by host and time).
+MAX_INTERRUPTIONS = 200
 #: An at-least-once run (the default when the guarantee is not in the logs), as Spark SQL.
 ALOS_RUN_SQL = f"{NOT_NIFI_SQL} AND (guarantee IS NULL OR lower(guarantee) = 'at_least_once')"
 
@@ -85,13 +87,14 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
     runs = run_rows(tl)
     alos = {r.run_id: r for r in runs if _is_alos(r)}
     crashed = in_spark_order((r for r in alos.values() if r.end_kind == "crash"), key=lambda r: (r.host, r.run_no))[:200]
-    interruptions = all_rows(tl.events.where(f"event IN ({sql_list(INTERRUPTIONS)})").select(
-        "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no"),
-        "lost partitions and fenced threads")
-    lost = in_spark_order((SimpleNamespace(**e.asDict(), guarantee=run.guarantee, commit_interval_ms=run.commit_interval_ms,
-                                           version=run.version, version_range=run.version_range)
-                           for e in interruptions if (run := alos.get(e.run_id)) is not None),
-                          key=lambda r: (r.host, r.ts))[:200]
+    # Only the first interruptions of at-least-once runs: a long log of rebalances holds many of them.
+    alos_runs = tl.process_runs.where(ALOS_RUN_SQL).select("run_id")
+    interruptions = rows(tl.events.where(f"event IN ({sql_list(INTERRUPTIONS)})").select(
+        "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no").join(
+        alos_runs, "run_id", "left_semi"), MAX_INTERRUPTIONS, order=["host", "ts", "source", "line_no"])
+    lost = [SimpleNamespace(**e.asDict(), guarantee=run.guarantee, commit_interval_ms=run.commit_interval_ms,
+                            version=run.version, version_range=run.version_range)
+            for e in interruptions if (run := alos.get(e.run_id)) is not None]
     run_ids = sorted({r.run_id for r in crashed} | {r.run_id for r in lost})
     if not run_ids:
         return []

@@ -35,6 +35,9 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
     EOS_RUN_SQL,
@@ -86,13 +89,35 @@ def _crash_pairs(tl) -> list[tuple]:
             if r.end_kind == "crash" and is_eos_guarantee(r.guarantee) and (r.host, r.run_no + 1) in by_number]
 
 
-def _checkpoint_lines(tl, crashed_ids, next_ids):
-    """Checkpoint reads logged by the next runs, and checkpoint writes logged by the crashed runs."""
-    reads = f"kind = 'read' AND offset >= 0 AND task_id IS NOT NULL AND {sql_in('run_id', next_ids)}"
-    writes = f"kind = 'written' AND offset IS NOT NULL AND {sql_in('run_id', crashed_ids)}"
-    return all_rows(tl.checkpoints.where(f"origin = 'log' AND (({reads}) OR ({writes}))").select(
-        "host", "run_id", "task_id", "topic", "partition", "kind", "offset", "ts", "source", "line_no"),
-        "checkpoint lines of crashed runs and their restarts")
+def _first_reads(tl, next_ids) -> list:
+    """Checkpoint reads logged by the next runs: the first read of each task, changelog partition and offset
+    (reads of one offset prove the same), with the earliest time of those reads as ``first_ts``."""
+    key = ["host", "run_id", "task_id", "topic", "partition", "offset"]
+    first = Window.partitionBy(*key).orderBy("ts", "source", "line_no")
+    reads = tl.checkpoints.where(f"origin = 'log' AND kind = 'read' AND offset >= 0 AND task_id IS NOT NULL "
+                                 f"AND {sql_in('run_id', next_ids)}").select(*key, "ts", "source", "line_no")
+    return all_rows(reads.select("*", F.min("ts").over(Window.partitionBy(*key)).alias("first_ts"),
+                                 F.row_number().over(first).alias("_n")).where("_n = 1").drop("_n"),
+                    "checkpoint reads of the restarts")
+
+
+def _writes_at_restore_end(tl, crashed_ids) -> list:
+    """Checkpoint writes logged by the crashed runs within ``WRITE_NEAR_RESTORE_S`` of a completed restoration
+    of the same changelog partition: per restoration and offset the first such write (the only writes that can
+    prove a restore-time checkpoint, however many routine writes the run logged)."""
+    partition = ["host", "run_id", "topic", "partition"]
+    writes = tl.checkpoints.where(f"origin = 'log' AND kind = 'written' AND offset IS NOT NULL "
+                                  f"AND {sql_in('run_id', crashed_ids)}").select(
+        *partition, "offset", "ts", "source", "line_no")
+    ends = tl.restorations.where(f"completed AND `end` IS NOT NULL AND {sql_in('run_id', crashed_ids)}").select(
+        *partition, F.unix_millis("end").alias("_end_ms"), F.col("source").alias("_end_source"),
+        F.col("line_no").alias("_end_line"))
+    near = writes.join(ends, partition).where(
+        F.abs(F.unix_millis("ts") - F.col("_end_ms")) <= WRITE_NEAR_RESTORE_S * 1000)
+    first = Window.partitionBy(*partition, "offset", "_end_ms", "_end_source", "_end_line").orderBy(
+        "ts", "source", "line_no")
+    return all_rows(near.withColumn("_n", F.row_number().over(first)).where("_n = 1").select(
+        *partition, "offset", "ts", "source", "line_no").distinct(), "checkpoint writes at restoration ends")
 
 
 def _wiped_tasks(tl, next_ids) -> set:
@@ -106,13 +131,14 @@ def _wiped_tasks(tl, next_ids) -> set:
 
 def _last_phases(tl, crashed_ids, task_ids) -> dict:
     """(host, run, task) -> the task's last lifecycle phase in the crashed run (``phase``, ``role``)."""
+    # Only the last phase of each task, in the order of (start, line_no, phase, role), nulls first.
+    latest = Window.partitionBy("host", "run_id", "task_id").orderBy(
+        *[F.col(c).desc_nulls_last() for c in ("start", "line_no", "phase", "role")])
     phases = all_rows(tl.task_lifecycles.where(
         f"phase <> 'assigned' AND {sql_in('run_id', crashed_ids)} AND {sql_in('task_id', task_ids)}").select(
-        "host", "run_id", "task_id", "start", "line_no", "phase", "role"), "task phases of crashed runs")
-    last: dict[tuple, object] = {}
-    for r in in_spark_order(phases, key=lambda r: (r.start, r.line_no, r.phase, r.role)):
-        last[(r.host, r.run_id, r.task_id)] = r
-    return last
+        "host", "run_id", "task_id", "start", "line_no", "phase", "role").withColumn(
+        "_n", F.row_number().over(latest)).where("_n = 1").drop("_n"), "task phases of crashed runs")
+    return {(r.host, r.run_id, r.task_id): r for r in phases}
 
 
 def _running_at_crash(candidate, last_phases: dict, completed: set) -> bool:
@@ -177,7 +203,7 @@ def _with_proof(candidate, restores: list, writes: list, files: list) -> _Hit:
     during that run whose file holds that offset with an mtime at restoration end."""
     crashed, _, read = candidate
     hit = _Hit(read.host, crashed.run_id, candidate[1].run_id, read.task_id, read.topic, read.partition, read.offset,
-               read.ts, read.source, read.line_no, crashed.end, crashed.end_source, crashed.end_line_no,
+               read.first_ts, read.source, read.line_no, crashed.end, crashed.end_source, crashed.end_line_no,
                crashed.version, crashed.version_range, crashed.commit_interval_ms)
     captured_from = crashed.start
     captured_until = crashed.end + timedelta(minutes=10) if crashed.end is not None else None
@@ -226,11 +252,11 @@ def eos_stale_restore_checkpoint(tl) -> list[Finding]:
     crashed_ids = sorted({c.run_id for c, _ in pairs})
     next_ids = sorted({n.run_id for _, n in pairs})
     pair_of_next = {(n.host, n.run_id): (c, n) for c, n in pairs}
-    lines = _checkpoint_lines(tl, crashed_ids, next_ids)
+    reads = _first_reads(tl, next_ids)
     # Checkpoint reads right after an EOS crash, without a wipe: one candidate per host/task/partition read.
     wiped = _wiped_tasks(tl, next_ids)
     candidates = [(*pair_of_next[(r.host, r.run_id)], r) for r in in_spark_order(
-        (r for r in lines if r.kind == "read" and (r.host, r.run_id) in pair_of_next),
+        (r for r in reads if (r.host, r.run_id) in pair_of_next),
         key=lambda r: (r.ts, r.source, r.line_no)) if (r.host, r.run_id, r.task_id) not in wiped]
     if not candidates:
         return []
@@ -249,7 +275,7 @@ def eos_stale_restore_checkpoint(tl) -> list[Finding]:
         return []
     # Only a write (or captured file) holding the very offset the restart read can be its origin.
     writes: dict[tuple, list] = {}
-    for r in in_spark_order((r for r in lines if r.kind == "written"), key=lambda r: (r.ts, r.source, r.line_no)):
+    for r in in_spark_order(_writes_at_restore_end(tl, crashed_ids), key=lambda r: (r.ts, r.source, r.line_no)):
         writes.setdefault((r.host, r.run_id, r.topic, r.partition, r.offset), []).append(r)
     files: dict[tuple, list] = {}
     for f in in_spark_order(captured_checkpoint_rows(tl), key=lambda f: (f.source, f.file, f.capture_time)):

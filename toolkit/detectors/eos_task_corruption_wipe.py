@@ -11,19 +11,17 @@ consumer fell out of range, ``info`` when it is the expected reaction to a crash
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import any_of, events_named, rows_in
 from toolkit.detectors.common import (
-    all_rows,
     fmt_ts,
-    in_spark_order,
     known_bug_sentences,
     log_refs,
     missing_steps,
+    rows,
     run_rows,
     run_versions,
 )
@@ -31,6 +29,9 @@ from toolkit.detectors.common import (
 ID = "eos-task-corruption-wipe"
 EOS_REASONS = ("task-corrupted", "eos-dirty-close", "eos-no-checkpoint", "restore-failed", "unclean-shutdown",
                "global-state-inconsistent")
+#: Runs (host and run with wipes) reported at most, and the lines of each given as evidence.
+MAX_RUNS = 30
+MAX_LINES = 8
 
 
 @detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"),
@@ -45,14 +46,15 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
         "host", "run_id", "task_id", "ts",
         F.when(F.col("event") == "RESTORE_OFFSET_OUT_OF_RANGE", F.lit("offset-out-of-range"))
         .otherwise(F.lit("task-corrupted")).alias("reason"), "source", "line_no")
-    # Wipe and corruption lines are few (one per task and restart): grouped per host and run on the driver.
-    by_run: dict[tuple, list] = {}
-    for r in all_rows(wiped.unionByName(corrupt), "wipe and corruption lines"):
-        by_run.setdefault((r.host, r.run_id), []).append(r)
-    groups = in_spark_order((SimpleNamespace(
-        host=host, run_id=run_id, first=min((r.ts for r in lines if r.ts is not None), default=None),
-        tasks={r.task_id for r in lines if r.task_id is not None}, reasons={r.reason for r in lines if r.reason is not None},
-        lines=lines) for (host, run_id), lines in by_run.items()), key=lambda g: (g.host, g.first))[:30]
+    # Grouped per host and run in Spark: a run that wipes many tasks again and again stays one small row,
+    # carrying its first lines (by time) as evidence.
+    first_lines = Window.partitionBy("host", "run_id").orderBy("ts", "source", "line_no")
+    per_run = (wiped.unionByName(corrupt).withColumn("_n", F.row_number().over(first_lines))
+               .groupBy("host", "run_id").agg(
+                   F.min("ts").alias("first"), F.collect_set("task_id").alias("tasks"),
+                   F.collect_set("reason").alias("reasons"),
+                   F.collect_list(F.when(F.col("_n") <= MAX_LINES, F.struct("source", "line_no"))).alias("lines")))
+    groups = rows(per_run, MAX_RUNS, order=["host", "first", "run_id"])
     runs = {(r.host, r.run_id): r for r in run_rows(tl)}
     ends = {(r.host, r.run_no): r.end_kind for r in run_rows(tl)}
     findings = []
@@ -75,7 +77,7 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
                             "No crash precedes it: look for truncated/compacted changelogs (offset out of range), "
                             "close timeouts or a dirty close during a rebalance.")),
             hosts=[g.host], tasks=tasks, ts=g.first,
-            evidence=log_refs((r.source, r.line_no) for r in in_spark_order(g.lines, key=lambda r: (r.ts,))[:8]),
+            evidence=log_refs((r.source, r.line_no) for r in g.lines),
             missing_evidence=[] if previous is not None else missing_steps(ID),
             impact=Impact(summary=f"{len(tasks)} task(s) restored from scratch after the wipe",
                           figures={"tasks": len(tasks)}, method="distinct task ids of wipe/corruption lines"),

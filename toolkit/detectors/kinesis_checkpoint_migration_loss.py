@@ -37,7 +37,6 @@ from toolkit.detectors.common import (
     all_rows,
     bug_status,
     evidence_lines,
-    fmt_int,
     fmt_ts,
     in_spark_order,
     known_bug_sentences,

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
-from toolkit.detectors.common import bounded, fmt_ts, known_bug_sentences, log_refs, missing_steps, rows, run_versions
+from toolkit.detectors.common import bounded, fmt_ts, known_bug_sentences, log_refs, missing_steps, run_versions
 
 ID = "lock-contention"
 SLOW_HANDOFF_S = 60

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
-from toolkit.detectors.common import bounded, evidence_lines, fmt_int, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+from toolkit.detectors.common import bounded, evidence_lines, fmt_int, fmt_ts, known_bug_sentences, missing_steps, run_versions
 
 ID = "restore-from-scratch"
 SLOW_RESTORE_S = 300

@@ -24,30 +24,30 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.common import (
     NOT_NIFI_SQL,
-    all_rows,
     bug_status,
     evidence_lines,
     fmt_int,
     fmt_ts,
-    in_spark_order,
     known_bug_sentences,
     missing_steps,
+    rows,
     run_rows,
-    spark_order,
 )
 from toolkit.detectors.preconditions import all_of, rows_in
-from toolkit.sqltext import sql_in
 
 ID = "restore-skipped-after-reassignment"
 BUG = "KAFKA-7672"
 RESTORE_DEBUG = ("DEBUG org.apache.kafka.streams.processor.internals.StoreChangelogReader ('Restoring partition ... "
                  "from offset ... to endOffset ...') and the application's own restore listener, to show how many "
                  "records were restored (see playbooks/collecting-evidence.md)")
+#: Restarts reported at most (the first, by host and time).
+MAX_HITS = 100
 MISSING_VERSION = ("the Kafka Streams version (the 'Kafka version : ...' banner at start-up): KAFKA-7672 needs 2.0.1-2.1.x")
 
 
@@ -65,29 +65,75 @@ def _restart_lines(events):
         "ts", "source", "line_no")
 
 
-def _task_owners(events, starts: list) -> dict:
-    """(host, topic, partition) -> a task the host's other lines name for that changelog partition."""
-    wanted = sorted({(s.host, s.topic) for s in starts if s.task_id is None})
-    if not wanted:
-        return {}
-    # The DEBUG per-partition lines name no task: the task of a changelog partition comes from the host's
-    # other lines about that partition (a changelog partition belongs to one task).
-    named = events.where(f"task_id IS NOT NULL AND partition IS NOT NULL AND {sql_in('host', [h for h, _ in wanted])} "
-                         f"AND {sql_in('topic', [t for _, t in wanted])}")
-    return {(r.host, r.topic, r.partition): r.owner for r in all_rows(
-        named.groupBy("host", "topic", "partition").agg(F.first("task_id").alias("owner")), "changelog partitions")}
+def _with_owners(events, starts):
+    """``starts`` with the task of each changelog partition whose line names none.
+
+    The DEBUG per-partition lines name no task: the task of a changelog partition comes from the host's
+    other lines about that partition (a changelog partition belongs to one task).
+    """
+    unnamed = starts.where("task_id IS NULL").select("host", "topic").distinct()
+    owners = (events.where("task_id IS NOT NULL AND partition IS NOT NULL").join(unnamed, ["host", "topic"], "left_semi")
+              .groupBy("host", "topic", "partition").agg(F.first("task_id").alias("_owner")))
+    return starts.join(owners, ["host", "topic", "partition"], "left").withColumn(
+        "task_id", F.coalesce("task_id", "_owner")).drop("_owner")
 
 
-def _thread_lines(events, starts: list) -> list:
-    """Of the runs with restore starts: the threads' RUNNING transitions, the lines that show records really
-    being restored (progress or completion, not just a start) and the hand-overs to the state updater."""
-    runs = sql_in("run_id", sorted({s.run_id for s in starts}))
-    topics = sql_in("topic", sorted({s.topic for s in starts}))
-    return all_rows(events.where(
-        f"{runs} AND ((event = 'THREAD_STATE' AND to_state = 'RUNNING') "
-        f"OR (event IN ('RESTORE_PROGRESS', 'RESTORE_END') AND {topics}) OR event = 'RESTORE_QUEUED')").select(
-        "host", "run_id", "stream_thread", "task_id", "topic", "partition", "event", "ts", "source", "line_no"),
-        "thread, restore and hand-over lines")
+def _first_at_or_after(starts, marks, keys: list[str], alias: str):
+    """``starts`` with the time of the first of ``marks`` (rows of ``keys`` and ``ts``) at or after each start
+    with the same ``keys``, as ``alias``: one sorted pass per key, not every start against every mark."""
+    # Latest first, so that the frame grows row by row (a frame up to the partition's end is computed anew per row).
+    after = Window.partitionBy(*keys).orderBy(-F.unix_micros("ts")).rangeBetween(Window.unboundedPreceding, 0)
+    both = starts.withColumn("_start", F.lit(True)).unionByName(
+        marks.select(*keys, "ts").withColumn("_start", F.lit(False)), allowMissingColumns=True)
+    return both.withColumn(alias, F.min(F.when(~F.col("_start"), F.col("ts"))).over(after)).where("_start").drop(
+        "_start")
+
+
+def _unrestored_restarts(events, starts):
+    """Restore starts of a partition on a thread that restored it before (the earlier start came before a
+    RUNNING of the thread, so it is not the same episode) whose next RUNNING of the thread follows with no
+    line showing records restored in between and no hand-over of the task to the state updater.
+
+    Columns of the start plus ``prev`` (the latest such earlier start) and ``run`` (the next RUNNING line).
+    Each comparison is a window over rows sorted by time, so the cost grows with the number of lines, not
+    with the square of the starts of a partition.
+    """
+    thread = ["host", "run_id", "stream_thread"]
+    partition = [*thread, "topic", "partition"]
+    micros = F.unix_micros("ts")
+    running = events.where("event = 'THREAD_STATE' AND to_state = 'RUNNING' AND ts IS NOT NULL").select(
+        *thread, "ts", F.col("source").alias("_rsource"), F.col("line_no").alias("_rline"))
+    # Latest first: "after a start" frames then grow row by row instead of being recomputed for every row.
+    by_thread = Window.partitionBy(*thread).orderBy(-micros)
+    is_running = ~F.col("_start")
+    # Per start: the thread's first RUNNING strictly after it (from then on it is an earlier restore) and the
+    # first at or after it (the RUNNING the restart leads to).
+    marks = starts.withColumn("_start", F.lit(True)).unionByName(
+        running.withColumn("_start", F.lit(False)), allowMissingColumns=True).select(
+        "*",
+        F.min(F.when(is_running, F.col("ts"))).over(by_thread.rangeBetween(Window.unboundedPreceding, -1))
+        .alias("_earlier_from"),
+        F.min(F.when(is_running, F.struct(F.col("ts").alias("running_at"), F.col("_rsource").alias("running_source"),
+                                          F.col("_rline").alias("running_line"))))
+        .over(by_thread.rangeBetween(Window.unboundedPreceding, 0)).alias("run"),
+    ).where("_start").drop("_start", "_rsource", "_rline")
+    # Per start: the latest start of the same partition on the thread that was followed by a RUNNING before it.
+    prev = F.struct(F.col("ts").alias("prev_at"), F.col("source").alias("prev_source"),
+                    F.col("line_no").alias("prev_line"), F.col("end_offset").alias("prev_end_offset"))
+    earlier = marks.where("_earlier_from IS NOT NULL").select(
+        *partition, F.col("_earlier_from").alias("ts"), prev.alias("_prev"))
+    by_partition = Window.partitionBy(*partition).orderBy(micros).rangeBetween(Window.unboundedPreceding, -1)
+    restarts = (marks.drop("_earlier_from").withColumn("_start", F.lit(True))
+                .unionByName(earlier.withColumn("_start", F.lit(False)), allowMissingColumns=True)
+                .withColumn("prev", F.max("_prev").over(by_partition))
+                .where("_start AND prev IS NOT NULL AND run IS NOT NULL AND (kind <> 'tail' OR offset < end_offset)")
+                .drop("_start", "_prev"))
+    proofs = events.where("event IN ('RESTORE_PROGRESS', 'RESTORE_END') AND topic IS NOT NULL AND ts IS NOT NULL")
+    queued = events.where("event = 'RESTORE_QUEUED' AND task_id IS NOT NULL AND ts IS NOT NULL")
+    restarts = _first_at_or_after(restarts, proofs, ["host", "run_id", "topic", "partition"], "_restored_at")
+    restarts = _first_at_or_after(restarts, queued, ["host", "run_id", "task_id"], "_queued_at")
+    return restarts.where("NOT coalesce(_restored_at <= run.running_at, false) "
+                          "AND NOT coalesce(_queued_at <= run.running_at, false)").drop("_restored_at", "_queued_at")
 
 
 @detector(id=ID, title="Task went RUNNING without restoring its changelog (KAFKA-7672)", severity="critical",
@@ -102,56 +148,10 @@ def restore_skipped_after_reassignment(tl) -> list[Finding]:
     runs = {r.run_id: r for r in run_rows(tl)}
     ev = tl.events.where(NOT_NIFI_SQL)
     # Lines without a time or a run cannot be placed before or after anything.
-    starts = all_rows(_restart_lines(ev).where("ts IS NOT NULL AND run_id IS NOT NULL AND host IS NOT NULL"),
-                      "restore starts")
-    owners = _task_owners(ev, starts)
-    starts = [SimpleNamespace(**{**s.asDict(), "task_id": s.task_id if s.task_id is not None
-                                 else owners.get((s.host, s.topic, s.partition))}) for s in starts]
-    keys = lambda s: (s.host, s.run_id, s.stream_thread, s.topic, s.partition)  # noqa: E731
-    by_thread: dict[tuple, list] = {}
-    for s in starts:
-        by_thread.setdefault(keys(s), []).append(s)
-    # A restart of the thread: a restore start after an earlier one of the same partition on the same thread.
-    trig = [s for s in starts if (s.kind != "tail" or s.offset < s.end_offset) and any(
-        p.ts < s.ts and (p.source, p.line_no) != (s.source, s.line_no) for p in by_thread[keys(s)])]
-    if not trig:
-        return []
-    lines = _thread_lines(ev, trig)
-    running: dict[tuple, list] = {}
-    proofs: dict[tuple, list] = {}
-    queued: dict[tuple, list] = {}
-    for r in lines:
-        if r.event == "THREAD_STATE":
-            running.setdefault((r.host, r.run_id, r.stream_thread), []).append(r)
-        elif r.event == "RESTORE_QUEUED":
-            queued.setdefault((r.host, r.run_id, r.task_id), []).append(r.ts)
-        elif r.topic is not None:
-            proofs.setdefault((r.host, r.run_id, r.topic, r.partition), []).append(r.ts)
-    found = []
-    for t in trig:
-        thread_running = [r for r in running.get((t.host, t.run_id, t.stream_thread), []) if r.ts is not None]
-        # A restart of the same episode (the EOS reset logs the missing checkpoint, then the restore start) is not
-        # an earlier restore: the earlier one must come before a RUNNING of the thread.
-        earlier = [p for p in by_thread[keys(t)] if p.ts < t.ts and (p.source, p.line_no) != (t.source, t.line_no)
-                   and any(p.ts < r.ts < t.ts for r in thread_running)]
-        after = [r for r in thread_running if r.ts >= t.ts]
-        if not earlier or not after:
-            continue
-        p = max(earlier, key=lambda p: spark_order(p.ts, p.source, p.line_no, p.end_offset))
-        r = min(after, key=lambda r: spark_order(r.ts, r.source, r.line_no))
-        restored = any(t.ts <= at <= r.ts for at in proofs.get((t.host, t.run_id, t.topic, t.partition), [])
-                       if at is not None)
-        handed_over = any(t.ts <= at <= r.ts for at in queued.get((t.host, t.run_id, t.task_id), [])
-                          if at is not None) if t.task_id is not None else False
-        if not restored and not handed_over:
-            found.append(SimpleNamespace(
-                host=t.host, run_id=t.run_id, stream_thread=t.stream_thread, task_id=t.task_id, topic=t.topic,
-                partition=t.partition, kind=t.kind, offset=t.offset, end_offset=t.end_offset, restart_at=t.ts,
-                restart_source=t.source, restart_line=t.line_no,
-                prev=SimpleNamespace(prev_at=p.ts, prev_source=p.source, prev_line=p.line_no,
-                                     prev_end_offset=p.end_offset),
-                run=SimpleNamespace(running_at=r.ts, running_source=r.source, running_line=r.line_no)))
-    hits = in_spark_order(found, key=lambda h: (h.host, h.restart_at))[:100]
+    starts = _with_owners(ev, _restart_lines(ev).where("ts IS NOT NULL AND run_id IS NOT NULL AND host IS NOT NULL"))
+    hits = [SimpleNamespace(**h.asDict(recursive=False), restart_at=h.ts, restart_source=h.source,
+                            restart_line=h.line_no)
+            for h in rows(_unrestored_restarts(ev, starts), MAX_HITS, order=["host", "ts", "source", "line_no"])]
     kept = []
     for h in hits:
         run = runs.get(h.run_id)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
@@ -92,53 +93,25 @@ def _failed_standby_locks(tl):
     return locks.where(is_standby & F.col("holder_thread").isNotNull())
 
 
-def _chain(tl) -> list:
+def _chain(tl):
     """Failed standby locks (with the thread that held the task) followed by a cleanup of the task's directory."""
     cleaned = tl.dir_cleanups.select("host", "task_id", F.col("ts").alias("cleaned_at"),
                                      F.col("source").alias("clean_source"), F.col("line_no").alias("clean_line"))
-    return all_rows(_failed_standby_locks(tl).join(cleaned, ["host", "task_id"]).where(
-        F.col("cleaned_at") > F.col("lock_failed_at")), "standby lock failures followed by a cleanup")
-
-
-def _offsets_known_before(chain_row, known: list) -> list[tuple]:
-    """(topic, partition, offset) the host knew for the task when its lock failed: per partition, the offset
-    of the latest checkpoint read or write up to then. A task with no checkpoint line at all gives one
-    row of unknowns; one whose lines all come later gives none."""
-    if not known:
-        return [(None, None, None)]
-    by_partition: dict[tuple, list] = {}
-    for k in known:
-        if k.ts is None or k.ts <= chain_row.lock_failed_at:
-            by_partition.setdefault((k.topic, k.partition), []).append(k)
-    out = []
-    for (topic, partition), lines in by_partition.items():
-        timed = [k for k in lines if k.ts is not None]
-        out.append((topic, partition, max(timed, key=lambda k: k.ts).offset if timed else None))
-    return out
-
-
-def _restored_after(row, restores: list):
-    """The first restoration of the row's partition from its stale offset after the deletion (``None`` when
-    none was logged); ``False`` when every such restoration came before the deletion."""
-    matched = [r for r in restores if r.start_offset == row.stale_offset]
-    if not matched:
-        return None
-    after = [r for r in matched if r.start is None or r.start > row.cleaned_at]
-    if not after:
-        return False
-    return in_spark_order(after, key=lambda r: (r.start, r.end_offset, r.start_source, r.start_line_no))[0]
+    return _failed_standby_locks(tl).join(cleaned, ["host", "task_id"]).where(
+        F.col("cleaned_at") > F.col("lock_failed_at"))
 
 
 def _hit(chain_row, **fields) -> SimpleNamespace:
     return SimpleNamespace(**chain_row.asDict(), **fields)
 
 
-def _with_restore(row: SimpleNamespace, restores: list) -> SimpleNamespace | None:
-    """The row with the restoration of its changelog partition from that offset after the deletion (if any);
-    ``None`` when that partition was only restored from that offset before the deletion."""
-    restore = _restored_after(row, restores)
-    if restore is False:
+def _with_restore(row: SimpleNamespace, restores: dict) -> SimpleNamespace | None:
+    """The row with the first restoration of its changelog partition from that offset after the deletion (if
+    any); ``None`` when that partition was only restored from that offset before the deletion."""
+    got = restores.get((row.host, row.task_id, row.lock_failed_at, row.cleaned_at, row.topic, row.partition))
+    if got is not None and got.first is None:
         return None
+    restore = got.first if got is not None else None
     row.restore_at = restore.start if restore else None
     row.restore_end_offset = restore.end_offset if restore else None
     row.restore_source = restore.start_source if restore else None
@@ -165,8 +138,9 @@ def _captured_without_store(tl):
 def standby_lock_stale_checkpoint(tl) -> list[Finding]:
     """KAFKA-8187: standby lock failure, cleaner deletion, stale checkpoint written back, partial restore."""
     runs = {r.run_id: r for r in run_rows(tl)}
-    chain = _chain(tl)
-    log_hits, cap_hits, weak_hits = _chain_hits(tl, chain) if chain else ([], [], [])
+    chain_df = _chain(tl)
+    chain = all_rows(chain_df, "standby lock failures followed by a cleanup")
+    log_hits, cap_hits, weak_hits = _chain_hits(tl, chain_df, chain) if chain else ([], [], [])
     hits: dict[tuple, dict] = {}
     for kind, found in (("log", log_hits), ("capture", cap_hits), ("weak", weak_hits)):
         for h in found:
@@ -182,64 +156,89 @@ def standby_lock_stale_checkpoint(tl) -> list[Finding]:
     return findings
 
 
-def _chain_hits(tl, chain: list) -> tuple[list, list, list]:
+def _chain_hits(tl, chain_df, chain: list) -> tuple[list, list, list]:
     """The chain's proof, strongest first: checkpoints written back after the deletion with the offset known
     before the lock failure (log lines; state captures without store files), and, without that proof,
-    restorations of the task's partitions from a non-zero offset after the deletion."""
+    restorations of the task's partitions from a non-zero offset after the deletion.
+
+    The checkpoint and restore lines of the tasks are compared with the chain in Spark: only the offsets
+    known at each lock failure, the first write-backs and restorations after each deletion are read.
+    """
     hosts = sorted({c.host for c in chain})
     tasks = sorted({c.task_id for c in chain})
     of_chain = f"{sql_in('host', hosts)} AND {sql_in('task_id', tasks)}"
-    lines = all_rows(tl.checkpoints.where(of_chain).select(
-        "host", "task_id", "topic", "partition", "kind", "origin", "offset", "ts", "source", "line_no"),
-        "checkpoint lines of the tasks")
-    known: dict[tuple, list] = {}
-    written: dict[tuple, list] = {}
-    partitions: dict[tuple, set] = {}
-    for r in lines:
-        if r.origin == "log" and r.kind in ("read", "written") and r.offset is not None and r.offset > 0:
-            known.setdefault((r.host, r.task_id), []).append(r)
-        if r.origin == "log" and r.kind == "written":
-            written.setdefault((r.host, r.task_id, r.topic, r.partition, r.offset), []).append(r)
-        if r.topic is not None:
-            partitions.setdefault((r.host, r.task_id), set()).add((r.topic, r.partition))
+    lines = tl.checkpoints.where(of_chain)
+    failures = chain_df.select("host", "task_id", "lock_failed_at").distinct()
+    anchors = chain_df.select("host", "task_id", "lock_failed_at", "cleaned_at").distinct()
+    anchor = ["host", "task_id", "lock_failed_at", "cleaned_at"]
+    # Per lock failure and changelog partition: the offset of the latest checkpoint read or write up to then.
+    known = lines.where("origin = 'log' AND kind IN ('read', 'written') AND offset > 0 AND ts IS NOT NULL "
+                        "AND topic IS NOT NULL AND partition IS NOT NULL").join(failures, ["host", "task_id"]).where(
+        F.col("ts") <= F.col("lock_failed_at")).groupBy("host", "task_id", "lock_failed_at", "topic", "partition").agg(
+        F.max(F.struct("ts", "source", "line_no", "offset")).offset.alias("stale_offset"))
+    stale = anchors.join(known, ["host", "task_id", "lock_failed_at"])
+    stale_of: dict[tuple, list] = {}
+    for r in all_rows(known, "checkpoint offsets known at the lock failures"):
+        stale_of.setdefault((r.host, r.task_id, r.lock_failed_at), []).append((r.topic, r.partition, r.stale_offset))
+    # The first write-backs of that offset after each deletion.
+    written = lines.where("origin = 'log' AND kind = 'written'").select(
+        "host", "task_id", "topic", "partition", F.col("offset").alias("stale_offset"), "ts", "source", "line_no")
+    first_writes = Window.partitionBy(*anchor, "topic", "partition").orderBy("ts", "source", "line_no")
+    written_of: dict[tuple, list] = {}
+    for r in all_rows(stale.join(written, ["host", "task_id", "topic", "partition", "stale_offset"]).where(
+            F.col("ts") > F.col("cleaned_at")).withColumn("_n", F.row_number().over(first_writes)).where(
+            F.col("_n") <= MAX_HITS), "checkpoint write-backs after the deletions"):
+        written_of.setdefault((r.host, r.task_id, r.lock_failed_at, r.cleaned_at, r.topic, r.partition), []).append(r)
     captured: dict[tuple, list] = {}
     for r in all_rows(_captured_without_store(tl).where(of_chain), "captured checkpoints of the tasks"):
         captured.setdefault((r.host, r.task_id, r.topic, r.partition, r.captured_offset), []).append(r)
-    restorations = all_rows(tl.restorations.where(sql_in("host", hosts)).select(
+    restorations = tl.restorations.where(sql_in("host", hosts)).select(
         "host", "task_id", "topic", "partition", "start", "start_offset", "end_offset", "start_source",
-        "start_line_no"), "restorations of the hosts")
-    restores: dict[tuple, list] = {}
-    for r in restorations:
-        if r.task_id is not None:
-            partitions.setdefault((r.host, r.task_id), set()).add((r.topic, r.partition))
-        if r.start_offset is not None and r.start_offset > 0:
-            restores.setdefault((r.host, r.topic, r.partition), []).append(r)
+        "start_line_no")
+    # Per deletion and stale offset: whether the partition was restored from it at all, and the first such
+    # restoration after the deletion (a restoration without a time counts as after it).
+    first_restore = F.struct("start", "end_offset", "start_source", "start_line_no")
+    restores = {(r.host, r.task_id, r.lock_failed_at, r.cleaned_at, r.topic, r.partition): r for r in all_rows(
+        stale.join(restorations.drop("task_id").withColumnRenamed("start_offset", "stale_offset"),
+                   ["host", "topic", "partition", "stale_offset"]).groupBy(*anchor, "topic", "partition").agg(
+            F.min(F.when(F.col("start").isNull() | (F.col("start") > F.col("cleaned_at")), first_restore))
+            .alias("first")), "restorations from the stale offsets")}
     log_hits, cap_hits, weak_hits = [], [], []
     for c in chain:
-        for topic, partition, stale in _offsets_known_before(c, known.get((c.host, c.task_id), [])):
-            if None in (topic, partition, stale):
-                continue  # nothing to compare the later checkpoints with
-            partition_restores = restores.get((c.host, topic, partition), [])
-            for w in written.get((c.host, c.task_id, topic, partition, stale), []):
-                if w.ts is not None and w.ts > c.cleaned_at:
-                    log_hits.append(_with_restore(_hit(
-                        c, topic=topic, partition=partition, stale_offset=stale, written_at=w.ts,
-                        write_source=w.source, write_line=w.line_no), partition_restores))
-            for f in captured.get((c.host, c.task_id, topic, partition, stale), []):
+        for topic, partition, stale_offset in sorted(stale_of.get((c.host, c.task_id, c.lock_failed_at), []),
+                                                     key=lambda k: str(k[:2])):
+            for w in written_of.get((c.host, c.task_id, c.lock_failed_at, c.cleaned_at, topic, partition), []):
+                log_hits.append(_with_restore(_hit(
+                    c, topic=topic, partition=partition, stale_offset=stale_offset, written_at=w.ts,
+                    write_source=w.source, write_line=w.line_no), restores))
+            for f in captured.get((c.host, c.task_id, topic, partition, stale_offset), []):
                 if f.captured_at is not None and f.captured_at > c.cleaned_at:
                     cap_hits.append(_with_restore(_hit(
-                        c, topic=topic, partition=partition, stale_offset=stale, captured_at=f.captured_at,
+                        c, topic=topic, partition=partition, stale_offset=stale_offset, captured_at=f.captured_at,
                         captured_mtime=f.captured_mtime, capture_source=f.capture_source,
-                        capture_file=f.capture_file), partition_restores))
-        for topic, partition in sorted(partitions.get((c.host, c.task_id), ()), key=str):
-            if topic is None or partition is None:
-                continue
-            for r in restores.get((c.host, topic, partition), []):
-                if r.start is not None and r.start > c.cleaned_at and r.task_id in (None, c.task_id):
-                    weak_hits.append(_hit(c, topic=topic, partition=partition, restore_at=r.start,
-                                          start_offset=r.start_offset, restore_end_offset=r.end_offset,
-                                          restore_task=r.task_id, restore_source=r.start_source,
-                                          restore_line=r.start_line_no))
+                        capture_file=f.capture_file), restores))
+    # Without that proof: the first restorations of the task's changelog partitions from a non-zero offset after
+    # each deletion (a partition is the task's when its checkpoint or restore lines name it).
+    partitions = lines.where("topic IS NOT NULL AND partition IS NOT NULL").select(
+        "host", "task_id", "topic", "partition").unionByName(restorations.where(
+        "task_id IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL").select(
+        "host", "task_id", "topic", "partition")).distinct()
+    later = restorations.where("start_offset > 0 AND start IS NOT NULL").withColumnRenamed("task_id", "restore_task")
+    first_restores = Window.partitionBy(*anchor).orderBy("start", "topic", "partition", "start_source", "start_line_no")
+    weak_of: dict[tuple, list] = {}
+    for r in all_rows(anchors.join(partitions, ["host", "task_id"]).join(later, ["host", "topic", "partition"]).where(
+            (F.col("start") > F.col("cleaned_at"))
+            & (F.col("restore_task").isNull() | (F.col("restore_task") == F.col("task_id"))))
+            .withColumn("_n", F.row_number().over(first_restores)).where(F.col("_n") <= MAX_HITS),
+            "restorations after the deletions"):
+        weak_of.setdefault((r.host, r.task_id, r.lock_failed_at, r.cleaned_at), []).append(r)
+    for c in chain:
+        for r in in_spark_order(weak_of.get((c.host, c.task_id, c.lock_failed_at, c.cleaned_at), []),
+                                key=lambda r: (str((r.topic, r.partition)), r.start, r.start_source, r.start_line_no)):
+            weak_hits.append(_hit(c, topic=r.topic, partition=r.partition, restore_at=r.start,
+                                  start_offset=r.start_offset, restore_end_offset=r.end_offset,
+                                  restore_task=r.restore_task, restore_source=r.start_source,
+                                  restore_line=r.start_line_no))
     by_failure = lambda h: (h.host, h.task_id, h.lock_failed_at)  # noqa: E731
     return (in_spark_order([h for h in log_hits if h is not None], key=by_failure)[:MAX_HITS],
             in_spark_order([h for h in cap_hits if h is not None], key=by_failure)[:MAX_HITS],
@@ -256,7 +255,7 @@ def _gate(run) -> bool | None:
 
 def _finding(host: str, per_task: dict, runs: dict) -> Finding:
     tasks = sorted(per_task)
-    refs, state_evidence, parts, sentences = [], [], [], []
+    refs, state_evidence, parts = [], [], []
     confirmed_all = True
     first = None
     figures = []
