@@ -53,7 +53,9 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
                .groupBy("host", "run_id").agg(
                    F.min("ts").alias("first"), F.collect_set("task_id").alias("tasks"),
                    F.collect_set("reason").alias("reasons"),
-                   F.collect_list(F.when(F.col("_n") <= MAX_LINES, F.struct("source", "line_no"))).alias("lines")))
+                   # sorted by the window's number: collect_list alone promises no order
+                   F.sort_array(F.collect_list(F.when(F.col("_n") <= MAX_LINES, F.struct("_n", "source", "line_no"))))
+                   .alias("lines")))
     groups = rows(per_run, MAX_RUNS, order=["host", "first", "run_id"])
     runs = {(r.host, r.run_id): r for r in run_rows(tl)}
     ends = {(r.host, r.run_no): r.end_kind for r in run_rows(tl)}
