@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from toolkit import __version__
 from toolkit.bundle import HostSettings, LogFile
+from toolkit.shipped import default_cache_dir
 
 KEY_COLUMN = "cache_key"
 #: Spark schemas of a kept set of derived tables (reading them back then needs no job).
@@ -52,15 +53,6 @@ def _link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:  # another file system, or links not allowed
         shutil.copy2(src, dst)
-
-
-def default_cache_dir() -> Path:
-    """``$STREAM_INCIDENT_CACHE``, else ``$XDG_CACHE_HOME/stream-incident``, else ``~/.cache/stream-incident``."""
-    explicit = os.environ.get("STREAM_INCIDENT_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "stream-incident"
 
 
 def _catalogue_digest(names: tuple[str, ...] = ("layouts.toml",)) -> str:

@@ -43,13 +43,16 @@ def _spark(args: argparse.Namespace):
     """The session for a command; Spark's own log goes to ``OUT/logs/spark.log`` (``--verbose``: also the console)."""
     import os
 
+    from toolkit.jvm import input_bytes
     from toolkit.spark import VERBOSE_ENV, get_spark
 
     if getattr(args, "verbose", False):
         os.environ[VERBOSE_ENV] = "1"
     out = getattr(args, "out", None)
     log_file = Path(out) / "logs" / "spark.log" if out else None
-    return get_spark(master=args.master, remote=args.remote, log_file=log_file)
+    bundle = getattr(args, "bundle", None)
+    size = input_bytes(bundle if isinstance(bundle, list) else [bundle]) if bundle else None
+    return get_spark(master=args.master, remote=args.remote, log_file=log_file, input_bytes=size)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:

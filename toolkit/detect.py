@@ -59,10 +59,11 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
 def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
     """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object."""
     from toolkit.pipeline import run as run_pipeline
+    from toolkit.jvm import input_bytes
     from toolkit.spark import get_spark
 
     start = time.monotonic()
-    spark = get_spark(master=args.master, remote=args.remote)
+    spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
     _say(args, start, "Spark session ready")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)

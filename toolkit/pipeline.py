@@ -29,6 +29,7 @@ from toolkit.detectors import findings_to_json, run_detectors
 from toolkit.detectors.base import Finding
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
 from toolkit.ingest import IngestReport, parse_bundle, write_tables
+from toolkit.jvm import input_bytes, plan_for_input
 from toolkit.options import AnalysisOptions
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline import StateFacts, Timeline, build_timeline
@@ -134,12 +135,19 @@ def parse(
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
     out = Path(out_dir)
+    plan_for_input(spark, input_bytes(_bundle_paths(bundle)))
     opened, report, records = parse_bundle(spark, bundle, out, timezone=options.log_timezone,
                                            work_dir=options.work_dir, progress=say, cache=cache,
                                            redact=options.redact)
     events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys,
                                       shapes=shapes)
     return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out)
+
+
+def _bundle_paths(bundle: Bundle | Path | str | list) -> list:
+    if isinstance(bundle, Bundle):
+        return [f.local_path for f in bundle.logs]
+    return list(bundle) if isinstance(bundle, list) else [bundle]
 
 
 def analyse(

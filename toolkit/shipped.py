@@ -1,4 +1,4 @@
-"""Where the notebooks and playbooks are on this machine.
+"""Where the notebooks and playbooks are on this machine, and the user's cache folder.
 
 They live at the repository root (users open them there); a built wheel carries copies under
 ``toolkit/notebooks`` and ``toolkit/playbooks`` (``setup.py`` puts them there). :func:`shipped_file` is the
@@ -7,6 +7,7 @@ one lookup: the installed copy first, the repository root for a source checkout 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 
 #: The ``toolkit`` package folder.
@@ -42,3 +43,12 @@ def notebook_file(name: str) -> Path:
 def playbook_file(name: str) -> Path:
     """``playbook_file("capturing-state.md")``: see :func:`shipped_file`."""
     return shipped_file(PurePosixPath("playbooks", name))
+
+
+def default_cache_dir() -> Path:
+    """``$STREAM_INCIDENT_CACHE``, else ``$XDG_CACHE_HOME/stream-incident``, else ``~/.cache/stream-incident``."""
+    explicit = os.environ.get("STREAM_INCIDENT_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "stream-incident"

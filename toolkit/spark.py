@@ -22,6 +22,8 @@ from typing import Any, Iterator, Mapping
 
 from pyspark.sql import SparkSession
 
+from toolkit import jvm
+
 DEFAULT_MASTER = "local[*]"
 
 # Settings for every session the toolkit starts. Incident bundles are megabytes to a few
@@ -50,16 +52,17 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "0") not in ("", "0")
 
 
+def _quoted(value: str) -> str:
+    # Spark splits Java options on blanks but keeps double-quoted words together.
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
 def _java_options(log_file: Path) -> str:
     """Driver JVM options: UTC, and log4j2 writing to ``log_file`` (console only when verbose)."""
-    def quoted(value: str) -> str:
-        # Spark splits these options on blanks but keeps double-quoted words together.
-        return f'"{value}"' if any(c.isspace() for c in value) else value
-
     return " ".join([
         "-Duser.timezone=UTC",
-        quoted(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
-        quoted(f"-Dstream_incident.log_file={log_file}"),
+        _quoted(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
+        _quoted(f"-Dstream_incident.log_file={log_file}"),
         f"-Dstream_incident.console_level={'warn' if verbose() else 'off'}",
     ])
 
@@ -224,12 +227,15 @@ def get_spark(
     app_name: str = "stream-incident",
     conf: Mapping[str, str] | None = None,
     log_file: str | os.PathLike | None = None,
+    input_bytes: int | None = None,
 ) -> SparkSession:
     """Create (or reuse) the session for this process.
 
     ``conf`` adds or overrides Spark settings (e.g. ``{"spark.driver.memory": "8g"}``).
     ``log_file`` receives the driver's own log (Spark and Hadoop warnings, shutdown messages) so
     the console shows only the toolkit's output; it applies when this call starts the driver JVM.
+    ``input_bytes``: about how much the session will read (:func:`toolkit.jvm.input_bytes`); an
+    embedded driver for a small input starts tuned for a short life (see :mod:`toolkit.jvm`).
     """
     kind, url = resolve_target(master, remote)
     target = Path(log_file) if log_file else default_log_file()
@@ -241,11 +247,17 @@ def get_spark(
             spark = SparkSession.builder.remote(url).getOrCreate()
             apply_runtime_settings(spark.conf, connect_settings(conf))
             return spark
+        launching = not jvm.jvm_running()
+        if launching:
+            java = " ".join([java, *map(_quoted, jvm.driver_java_options(input_bytes))])
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in session_settings(url, {"spark.driver.extraJavaOptions": java, **(conf or {})}).items():
             builder = builder.config(key, value)
         with _jvm_console_to(None if verbose() else target):
-            return builder.getOrCreate()
+            session = builder.getOrCreate()
+        if launching:
+            jvm.after_start()
+        return session
     except Exception as exc:  # py4j/grpc errors are long; callers want one sentence
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkUnavailable(f"cannot start a Spark session on {url}: {first[:300]}") from exc

@@ -54,6 +54,7 @@ def spark_log_file(out_dir: Path) -> Path:
 def investigate(params: ReportParameters, progress: Progress | None = None) -> ReportView:
     """Start Spark and run ``toolkit.pipeline.run`` with the parameters' analysis options (which also
     writes ``out_dir/findings.json``); then narrow the findings to the scope the parameters ask for."""
+    from toolkit.jvm import input_bytes
     from toolkit.pipeline import run
     from toolkit.spark import get_spark
 
@@ -61,7 +62,7 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> R
     t0 = time.monotonic()
     say("starting Spark")
     spark = get_spark(master=params.spark_master, remote=params.spark_remote,
-                      log_file=spark_log_file(params.out_dir))
+                      log_file=spark_log_file(params.out_dir), input_bytes=input_bytes([params.bundle]))
     inv = run(spark, params.bundle, params.out_dir, params.options, progress=say)
     analysis, findings = inv.analysis, inv.findings
     notes: list[str] = []
