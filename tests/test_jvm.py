@@ -112,3 +112,32 @@ def test_a_command_writes_the_class_archive_at_exit_and_the_next_one_runs_with_i
         assert [p.suffix for p in kept] == [".jsa"], kept
     assert documents[0]["findings"] == documents[1]["findings"]
     assert any(f["detector"] == "restore-skipped-after-reassignment" for f in documents[0]["findings"])
+
+
+def test_in_a_jupyter_kernel_the_archive_is_finished_before_the_kernel_ends_its_children(monkeypatch,
+                                                                                      tmp_path: Path) -> None:
+    """ipykernel terminates child processes (the JVM) on a shutdown request, before exit handlers run:
+    the archive must be finished from the kernel's shutdown step."""
+    import IPython
+
+    calls = []
+
+    class Kernel:
+        def do_shutdown(self, restart):
+            calls.append(("shutdown", restart, final.exists()))
+            return {"status": "ok", "restart": restart}
+
+    class Shell:
+        kernel = Kernel()
+
+    partial, final = tmp_path / "classes-k.1.partial", tmp_path / "classes-k.jsa"
+    partial.write_bytes(b"archive")
+    monkeypatch.setattr(jvm, "_pending", {"partial": partial, "final": final})
+    monkeypatch.setattr(jvm, "_end_jvm", lambda timeout_s: 0)  # the JVM ended cleanly
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    monkeypatch.setattr(jvm.atexit, "register", lambda fn: calls.append(("atexit", fn.__name__)))
+    jvm.after_start()
+    assert calls == [("atexit", "finish_class_archive")]
+    assert Shell.kernel.do_shutdown(False) == {"status": "ok", "restart": False}
+    assert calls[-1] == ("shutdown", False, True) and final.read_bytes() == b"archive" and not partial.exists()
+    assert jvm.finish_class_archive() is False  # the exit handler then has nothing left to do

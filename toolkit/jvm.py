@@ -132,6 +132,12 @@ def archive_enabled() -> bool:
     return os.environ.get(ARCHIVE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
+def archive_will_be_written() -> bool:
+    """True when the next embedded driver JVM started here would write the class archive (none yet)."""
+    key = archive_key() if archive_enabled() else None
+    return key is not None and not (archive_dir() / f"classes-{key}.jsa").is_file()
+
+
 def class_archive_options(directory: Path | None = None) -> list[str]:
     """JVM options that use this machine's class archive, or that write it when this JVM ends.
 
@@ -184,14 +190,22 @@ def _end_jvm(timeout_s: float) -> int | None:
     proc = _gateway_process()
     if proc is None:
         return None
+    # Each step on its own: in a notebook kernel that is shutting down, the JVM may already be ending
+    # (its gateway refuses connections) and only the wait is left to do.
     try:
         from pyspark.sql import SparkSession
 
         active = SparkSession.getActiveSession()
         if active is not None:
             active.stop()
+    except Exception:
+        pass
+    try:
         if proc.stdin is not None:
             proc.stdin.close()  # the gateway JVM exits when its stdin closes
+    except Exception:
+        pass
+    try:
         return proc.wait(timeout=timeout_s)
     except Exception:  # never fail a command over an optimisation
         return None
@@ -237,6 +251,29 @@ def driver_java_options(size: int | None) -> list[str]:
 
 def after_start() -> None:
     """Once the driver JVM runs: if it writes a class archive, finish it when this process exits
-    (registered after Spark's own exit handlers, so it runs before them)."""
+    (registered after Spark's own exit handlers, so it runs before them), or, in a Jupyter kernel,
+    when the kernel is asked to shut down."""
     if _pending:
         atexit.register(finish_class_archive)
+        _finish_before_kernel_shutdown()
+
+
+def _finish_before_kernel_shutdown() -> bool:
+    """A Jupyter kernel terminates its child processes when asked to shut down, before any exit
+    handler runs: a JVM ended that way keeps no archive. Finish it first, from the kernel's own
+    shutdown step. Returns False outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None or not hasattr(kernel, "do_shutdown"):
+        return False
+    shutdown = kernel.do_shutdown
+
+    def finish_then_shut_down(restart: bool) -> Any:
+        finish_class_archive()
+        return shutdown(restart)
+
+    kernel.do_shutdown = finish_then_shut_down
+    return True
