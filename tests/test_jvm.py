@@ -141,3 +141,17 @@ def test_in_a_jupyter_kernel_the_archive_is_finished_before_the_kernel_ends_its_
     assert Shell.kernel.do_shutdown(False) == {"status": "ok", "restart": False}
     assert calls[-1] == ("shutdown", False, True) and final.read_bytes() == b"archive" and not partial.exists()
     assert jvm.finish_class_archive() is False  # the exit handler then has nothing left to do
+
+
+def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark) -> None:
+    conf = spark.conf
+    try:
+        jvm.plan_for_input(spark, 10_000)
+        jvm.plan_for_lines(spark, jvm.LONG_LINE_CHARS)
+        assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        jvm.plan_for_lines(spark, jvm.LONG_LINE_CHARS + 1)
+        assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+        assert conf.get("spark.sql.codegen.wholeStage") == "true"
+    finally:
+        for key in jvm.SMALL_INPUT_SQL_CONF:
+            conf.unset(key)

@@ -44,6 +44,10 @@ SMALL_INPUT_SQL_CONF = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 _APPLIED_MARK = "stream_incident.small_input_plan"
+#: A line longer than this many characters turns generated code back on: interpreted expressions do
+#: not share common subexpressions, so each step of the per-line parse copies such a line again
+#: (a 20 MB line then exhausts a 2 GB heap).
+LONG_LINE_CHARS = 1 << 20
 
 #: The JIT for a short-lived JVM: first tier only, with room for everything it compiles (the first-tier
 #: default of 48 MB fills up on a sample, and a full code cache fails queries).
@@ -91,6 +95,13 @@ def plan_for_input(spark: Any, size: int | None) -> None:
             conf.unset(_APPLIED_MARK)
     except Exception:  # a Connect server may refuse internal settings: its defaults stand
         pass
+
+
+def plan_for_lines(spark: Any, longest_line: int) -> None:
+    """After the first pass over the text: generated code again when a line is longer than
+    :data:`LONG_LINE_CHARS` (only if :func:`plan_for_input` had turned it off)."""
+    if longest_line > LONG_LINE_CHARS:
+        plan_for_input(spark, None)
 
 
 def _java_executable() -> Path | None:

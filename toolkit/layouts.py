@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from toolkit.bundle import Bundle, LogFile
 from toolkit.bundle.gzip_logs import damaged_gzips, gzip_is_intact, recover_gzip, read_text_head
+from toolkit.jvm import plan_for_lines
 from toolkit.redact import redact_text_guarded_col
 from toolkit.regex import to_java_regex
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA, UNPARSED
@@ -394,6 +395,7 @@ def _split_rows(raw: DataFrame) -> list:
         # Counted on the raw bytes: a bad byte outside the fields a layout keeps (a JSON key) still shows.
         F.count(F.when(~F.is_valid_utf8("value"), 1)).alias("bad_utf8"),
         F.count(F.when(F.col("value").contains("\u0000"), 1)).alias("nul"),
+        F.max(F.length("value")).alias("longest"),
     ).collect()
 
 
@@ -944,6 +946,7 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
     raw = splits = None
     if readable:
         readable, raw, splits = _read_splits(spark, bundle, readable)
+        plan_for_lines(spark, max((s["longest"] or 0 for s in splits), default=0))
         logs = [f for f in logs if not f.size] + readable
     if not readable:
         zero = [(f.source, 0, 0, 0) for f in logs]
