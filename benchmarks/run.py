@@ -47,8 +47,6 @@ sys.path.insert(0, str(HERE))
 import datasets  # noqa: E402  (benchmarks/ is not a package)
 from baseline import PHRASES, log_files  # noqa: E402
 
-from toolkit import jvm  # noqa: E402
-
 try:
     import psutil
 except ImportError:  # psutil is not a declared dependency of the toolkit
@@ -60,9 +58,6 @@ SCRATCH = HERE / "data" / "scratch"
 RESULTS_DIR = HERE / "results"
 SAMPLES_DIR = REPO / "sample_logs"
 QUICK_SIZES = "0.1"
-#: The machine's class archive (see toolkit/jvm.py), wherever each command's parse cache is: it is made once
-#: per installation, so a cold command finds it as a user's second command would.
-CLASS_ARCHIVE_DIR = jvm.archive_dir()
 PREFILTERS = ("python", "chunks", "grep")
 
 # The "done when" of the speed work, measured on the 2-core reference machine.
@@ -163,7 +158,7 @@ def no_server_env(cache_dir: Path | None = None) -> dict:
     ``cache_dir``: its parse cache (emptied first), so that the user's default cache never answers a
     command that is timed as a first run.
     """
-    env = {"SPARK_MASTER": "local[*]", jvm.ARCHIVE_DIR_ENV: str(CLASS_ARCHIVE_DIR)}
+    env = {"SPARK_MASTER": "local[*]"}
     if cache_dir is not None:
         shutil.rmtree(cache_dir, ignore_errors=True)
         env["STREAM_INCIDENT_CACHE"] = str(cache_dir)
@@ -258,23 +253,6 @@ def summarize_runs(runs: list[dict]) -> dict:
     first, last = runs[0], runs[-1]
     return {"first_run_s": sum(first.values()), "warm_s": sum(last.values()) if len(runs) > 1 else None,
             "stages": last}
-
-
-def prepare_class_archive() -> dict:
-    """Make sure the class archive exists before anything is timed: when it does not, one untimed
-    ``detect`` on the smallest sample writes it (as a user's first command would)."""
-    key = jvm.archive_key()
-    if key is None or not jvm.archive_enabled():
-        return {"state": "off"}
-    if (CLASS_ARCHIVE_DIR / f"classes-{key}.jsa").is_file():
-        return {"state": "present", "dir": str(CLASS_ARCHIVE_DIR)}
-    smallest = min(SAMPLES_DIR.iterdir(), key=lambda p: datasets.measure(p)[0] if p.is_dir() else 1 << 62)
-    w = watch([CLI, "detect", str(smallest), "--format", "json", "--quiet", "--no-cache"], env=no_server_env(),
-              label="writing the class archive (untimed)", unset=NO_REMOTE)
-    check(w, "stream-incident detect (class archive)")
-    made = (CLASS_ARCHIVE_DIR / f"classes-{key}.jsa").is_file()
-    return {"state": "written by an untimed first command" if made else "could not be written",
-            "dir": str(CLASS_ARCHIVE_DIR), "first_command_s": w.seconds}
 
 
 def run_samples(samples: list[str], report_samples: list[str], scratch: Path, driver_memory: str | None,
@@ -509,8 +487,7 @@ def render_markdown(res: dict) -> str:
              f"Started {res['started']} (took {res.get('elapsed_min', float('nan')):.0f} min). Load average at "
              f"start `{m['loadavg']}`, at end `{res.get('loadavg_end', '(cut short)')}`.  ",
              f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM; Python {m['python']}; "
-             f"{m['java']}; Spark {m['spark']}; local driver heap {m.get('driver_memory', 'n/a')}.  ",
-             f"Class archive: {res.get('class_archive', {}).get('state', 'n/a')}.", ""]
+             f"{m['java']}; Spark {m['spark']}; local driver heap {m.get('driver_memory', 'n/a')}.", ""]
     if res["sizes"]:
         parts += ["### Large bundles (wall seconds; local[2])", "", sizes_markdown(res), ""]
     sp = res.get("speedup")
@@ -576,7 +553,6 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     res: dict = {"command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
                  "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(), "sizes": []}
-    res["class_archive"] = prepare_class_archive()
     if psutil is None:
         print("psutil not installed: peak memory and CPU seconds will show n/a", file=sys.stderr)
     SCRATCH.mkdir(parents=True, exist_ok=True)

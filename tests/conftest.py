@@ -15,8 +15,6 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Keep the parse cache of test runs away from the user's own cache.
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
-# No class archive (some 190 MB) in each throw-away test cache; tests/test_jvm.py turns it on for its own runs.
-os.environ.setdefault("STREAM_INCIDENT_CLASS_ARCHIVE", "0")
 SAMPLES = REPO / "sample_logs"
 #: Hand-built incident bundles (see tests/bundles/README.md).
 BUNDLES = REPO / "tests" / "bundles"

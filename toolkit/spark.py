@@ -247,17 +247,12 @@ def get_spark(
             spark = SparkSession.builder.remote(url).getOrCreate()
             apply_runtime_settings(spark.conf, connect_settings(conf))
             return spark
-        launching = not jvm.jvm_running()
-        if launching:
-            java = " ".join([java, *map(_quoted, jvm.driver_java_options(input_bytes))])
+        java = " ".join([java, *map(_quoted, jvm.driver_java_options(input_bytes))])
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in session_settings(url, {"spark.driver.extraJavaOptions": java, **(conf or {})}).items():
             builder = builder.config(key, value)
         with _jvm_console_to(None if verbose() else target):
-            session = builder.getOrCreate()
-        if launching:
-            jvm.after_start()
-        return session
+            return builder.getOrCreate()
     except Exception as exc:  # py4j/grpc errors are long; callers want one sentence
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkUnavailable(f"cannot start a Spark session on {url}: {first[:300]}") from exc

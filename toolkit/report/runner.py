@@ -96,33 +96,12 @@ def kernel_for_this_interpreter(scratch: Path) -> Iterator[str]:
                 os.environ[key] = value
 
 
-#: Seconds a kernel is given to exit once the notebook is done, when its JVM writes the machine's
-#: class archive as it ends (``toolkit.jvm``); otherwise jupyter_client's default (5 s) stands.
-ARCHIVE_SHUTDOWN_WAIT_S = 120.0
-
-
-def kernel_manager(log_path: Path | None) -> type:
-    """A kernel manager class for the report's kernel.
-
-    With ``log_path``, its kernels write their console output there. When this machine has no class
-    archive yet, the kernel is given time to exit on its own, so that its JVM can finish writing one
-    (a kernel killed after the default 5 s would leave nothing for the next run)."""
+def quiet_kernel_manager(log_path: Path) -> type:
+    """A kernel manager class whose kernels write their console output to ``log_path``."""
     from jupyter_client.manager import AsyncKernelManager
 
-    from toolkit import jvm
-
-    patient = jvm.archive_will_be_written()
-
-    class ReportKernelManager(AsyncKernelManager):
-        def __init__(self, **kw: Any) -> None:
-            super().__init__(**kw)
-            if patient:
-                self.shutdown_wait_time = ARCHIVE_SHUTDOWN_WAIT_S
-
+    class QuietKernelManager(AsyncKernelManager):
         async def start_kernel(self, **kw: Any) -> None:
-            if log_path is None:
-                await AsyncKernelManager.start_kernel(self, **kw)
-                return
             log_path.parent.mkdir(parents=True, exist_ok=True)
             sink = open(log_path, "ab")  # noqa: SIM115 - the kernel process keeps it open
             kw.setdefault("stdout", sink)
@@ -132,7 +111,7 @@ def kernel_manager(log_path: Path | None) -> type:
             finally:
                 sink.close()  # the child has its own copy of the descriptor
 
-    return ReportKernelManager
+    return QuietKernelManager
 
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
@@ -147,8 +126,9 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], c
 
     say = progress or (lambda _m: None)
     output.parent.mkdir(parents=True, exist_ok=True)
-    extra: dict[str, Any] = {"kernel_manager_class": kernel_manager(
-        log_dir / "kernel.log" if log_dir is not None and not verbose else None)}
+    extra: dict[str, Any] = {}
+    if log_dir is not None and not verbose:
+        extra["kernel_manager_class"] = quiet_kernel_manager(log_dir / "kernel.log")
     progress_file = (log_dir or output.parent) / "progress.txt"
     saved = os.environ.get(PROGRESS_FILE_ENV)
     os.environ[PROGRESS_FILE_ENV] = str(progress_file)
