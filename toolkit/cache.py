@@ -97,6 +97,8 @@ class CachedFile:
     wrappers: tuple[str, ...]
     start_share: float
     lines_read: int
+    #: characters in the file's longest line; None when kept by a run that did not measure it
+    longest_line: int | None = None
 
 
 class ParseCache:
@@ -124,8 +126,10 @@ class ParseCache:
             return None
         try:
             data = json.loads(meta.read_text())
+            longest = data.get("longest_line")
             return CachedFile(key, data["source"], data["layout"], tuple(data["wrappers"]),
-                              float(data["start_share"]), int(data["lines_read"]))
+                              float(data["start_share"]), int(data["lines_read"]),
+                              int(longest) if longest is not None else None)
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -144,7 +148,8 @@ class ParseCache:
         for e in entries:
             self._write_meta(self.meta_dir / f"{e.key}.json",
                              {"source": e.source, "layout": e.layout, "wrappers": list(e.wrappers),
-                              "start_share": e.start_share, "lines_read": e.lines_read, "written": time.time()})
+                              "start_share": e.start_share, "lines_read": e.lines_read, "longest_line": e.longest_line,
+                              "written": time.time()})
 
     def derived_dir(self, inputs: Sequence[str], stage: str) -> Path:
         """Where the tables of ``stage`` derived from exactly ``inputs`` (file keys, state digest) are kept.

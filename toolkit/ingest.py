@@ -21,6 +21,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from toolkit import utc
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
+from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
 from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, parse_logs
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
 from toolkit.schemas import UNPARSED
@@ -255,10 +256,15 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         fresh = []
         for f in misses:
             det = parsed.detections[f.source]
+            figures = counts.get(f.source, {})
             fresh.append(CachedFile(keys[f.source], f.source, det.layout, det.wrappers, det.start_share,
-                                    int(counts.get(f.source, {}).get("lines_read") or 0)))
+                                    int(figures.get("lines_read") or 0), int(figures.get("longest_line") or 0)))
         cache.remember(fresh)
         known.update({e.source: e for e in fresh})
+    # Files parsed now were measured by their first pass; records read back from the cache carry the
+    # figure kept with them (unknown for an entry kept before it was measured: taken as long).
+    plan_for_lines(spark, max((e.longest_line if e.longest_line is not None else LONG_LINE_CHARS + 1
+                               for e in known.values()), default=0))
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
     if paths:
         # The schema given (the key is the partition folder's name): no job to read the footers.
@@ -269,7 +275,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         records = spark.createDataFrame([], RECORD_SCHEMA)
     # Bad and NUL lines are known for the files parsed now; the others' come from their kept accounting.
     line_counts = spark.createDataFrame(
-        [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS])
+        [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS], e.longest_line)
          for e in known.values()], LINE_COUNT_SCHEMA)
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys

@@ -324,7 +324,7 @@ def detect_file(path: Path, cat: Catalogue | None = None) -> Detection:
 # --------------------------------------------------------------------------- Spark parsing
 
 
-LINE_COUNT_SCHEMA = "source string, lines_read long, bad_utf8_lines long, nul_lines long"
+LINE_COUNT_SCHEMA = "source string, lines_read long, bad_utf8_lines long, nul_lines long, longest_line long"
 
 
 @dataclass
@@ -333,7 +333,8 @@ class ParsedLogs:
 
     records: DataFrame
     #: source, lines_read (physical lines Spark read per file); bad_utf8_lines and nul_lines
-    #: (lines with undecodable bytes or NUL bytes) when the text was parsed in this run
+    #: (lines with undecodable bytes or NUL bytes) and longest_line (characters) when the text was
+    #: parsed in this run
     line_counts: DataFrame
     detections: dict[str, Detection]
     #: frees what the parse kept on executors' local disk; call it once ``records`` has been written
@@ -415,9 +416,10 @@ def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None
     offsets, totals = [], {}
     for split in sorted(splits, key=lambda r: (r["_uri"], r["block_start"])):
         key = _local_path(split["_uri"])
-        lines, bad, nul = totals.get(key, (0, 0, 0))
+        lines, bad, nul, longest = totals.get(key, (0, 0, 0, 0))
         offsets.append((split["_uri"], split["block_start"], key, lines - split["first_id"] + 1, split["bad_utf8"] > 0))
-        totals[key] = (lines + split["lines"], bad + split["bad_utf8"], nul + split["nul"])
+        totals[key] = (lines + split["lines"], bad + split["bad_utf8"], nul + split["nul"],
+                       max(longest, split["longest"] or 0))
     offset_table = spark.createDataFrame(
         offsets, "_uri string, block_start long, file_key string, _line_offset long, _bad_utf8 boolean")
     numbered = raw.join(F.broadcast(offset_table), ["_uri", "block_start"]).select(
@@ -433,7 +435,7 @@ def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None
         tasks = max(2, -(-total // SPREAD_TASK_LINES))
         numbered = numbered.repartition(tasks, "file_key", F.floor(F.col("line_no") / F.lit(SPREAD_TASK_LINES)))
     counts = spark.createDataFrame([(k, *v) for k, v in totals.items()],
-                                   "file_key string, lines_read long, bad_utf8_lines long, nul_lines long")
+                                   "file_key string, lines_read long, bad_utf8_lines long, nul_lines long, longest_line long")
     return numbered, counts
 
 
@@ -949,7 +951,7 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
         plan_for_lines(spark, max((s["longest"] or 0 for s in splits), default=0))
         logs = [f for f in logs if not f.size] + readable
     if not readable:
-        zero = [(f.source, 0, 0, 0) for f in logs]
+        zero = [(f.source, 0, 0, 0, 0) for f in logs]
         counts = spark.createDataFrame(zero, LINE_COUNT_SCHEMA) if zero else empty
         return ParsedLogs(spark.createDataFrame([], RECORD_SCHEMA), counts, detections)
     files = _file_table(spark, bundle, readable, detections)
@@ -958,8 +960,8 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
     paths = [str(f.local_path.resolve()) for f in readable]
     records, counts, per_line = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact, raw, splits)
     line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select(
-        "source", "lines_read", "bad_utf8_lines", "nul_lines")
-    zero = [(f.source, 0, 0, 0) for f in logs if not f.size]
+        "source", "lines_read", "bad_utf8_lines", "nul_lines", "longest_line")
+    zero = [(f.source, 0, 0, 0, 0) for f in logs if not f.size]
     if zero:
         line_counts = line_counts.unionByName(spark.createDataFrame(zero, LINE_COUNT_SCHEMA))
     return ParsedLogs(records=records.select(*RECORD_COLUMNS), line_counts=line_counts, detections=detections,
