@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+import pandas as pd
 import pytest
 from pyspark.sql import functions as F
+
+from toolkit import utc as utc_rows
 
 from conftest import SAMPLES
 
@@ -151,8 +154,14 @@ def test_for_task_and_between(analysis_of):
     assert {r.task_id for r in only.restorations.collect()} == {"0_0"}
     window = tl.between("2026-03-07T10:08:00", "2026-03-07T10:09:00")
     assert all(r.start <= datetime(2026, 3, 7, 10, 9) for r in window.restorations.collect())
-    summary = tl.summary()
-    assert set(summary["table"]) >= {"process_runs", "restorations", "checkpoints", "clock_skew"}
+    summary = tl.summary().set_index("table")
+    assert list(summary.index) == list(tl.tables())
+    assert set(summary.index) >= {"process_runs", "restorations", "checkpoints", "clock_skew"}
+    span = utc_rows.first(tl.restorations.agg(F.count(F.lit(1)).alias("rows"), F.min("start").alias("first"),
+                                         F.max("start").alias("last")))
+    assert summary.loc["restorations", "rows"] == span["rows"] > 0
+    assert summary.loc["restorations", "first"] == span["first"] and summary.loc["restorations", "last"] == span["last"]
+    assert pd.isna(summary.loc["clock_skew", "first"])  # a table without a time column has no span
 
 
 def test_nifi_tables_are_built_once_and_carried_by_every_derived_timeline(analysis_of, monkeypatch):

@@ -233,3 +233,49 @@ def test_charts_without_their_controls_reference_no_control(tiny_timeline):
     live = json.dumps(viz.task_lane_chart(two_hosts).to_dict())
     assert live.count(viz.HOST_FILTER) >= 2  # declared once, used by the layers
     assert viz.to_svg(viz.task_lane_chart(two_hosts, interactive=False)).startswith("<svg")
+
+
+def _rows(frame: pd.DataFrame) -> list[tuple]:
+    """Rows as comparable text, columns by name; a number is a number whatever its dtype (a column
+    with a gap in a wider frame is float where a narrower frame's is int)."""
+    def text(v) -> str:
+        if v is None or (not isinstance(v, str) and pd.isna(v)):
+            return "<null>"
+        return str(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    frame = frame[sorted(frame.columns)]
+    return sorted(tuple(text(v) for v in row) for row in frame.itertuples(index=False))
+
+
+def test_a_report_cuts_each_findings_frames_from_its_scope_as_the_query_would(analysis_of, monkeypatch):
+    tl = analysis_of("kafka-standby-lock-cleaner").timeline
+    calls: list[str] = []
+    for name in ("task_event_frame", "offset_frame", "process_run_frame"):
+        query = getattr(viz, name)
+        monkeypatch.setattr(viz, name, lambda *a, _q=query, _n=name, **k: calls.append(_n) or _q(*a, **k))
+    frames = viz.ScopedFrames(tl)
+    whole = frames.task_events()
+    lanes = sorted({(t, h) for t, h in zip(whole["task_id"], whole["host"])})
+    hosts = sorted({h for _, h in lanes})
+    assert len(lanes) >= 2 and len(hosts) >= 2
+    task, host = lanes[0]
+    cut = frames.task_events([task], [host])
+    assert len(cut) > 0 and set(cut["lane"]) == {f"{task} @ {host}"}
+    assert _rows(cut) == _rows(viz.task_event_frame(tl, tasks=[task], hosts=[host]))
+    assert _rows(frames.offsets([task])) == _rows(viz.offset_frame(tl, tasks=[task]))
+    assert _rows(frames.process_runs([host])) == _rows(viz.process_run_frame(tl, hosts=[host]))
+    frames.process_runs()
+    # one query per frame for the scope; the three above were the test's own
+    assert sorted(calls) == sorted(["task_event_frame", "offset_frame", "process_run_frame"] * 2)
+
+    # a scope frame cut off at its row limit is not cut from: the narrower frame is queried
+    monkeypatch.setattr(viz, "DEFAULT_LIMIT", 2)
+    calls.clear()
+    small = viz.ScopedFrames(tl)
+    assert len(small.task_events()) == 2
+    assert len(small.task_events([task], [host])) == min(2, len(cut))
+    assert calls == ["task_event_frame", "task_event_frame"]
+
+    # tasks outside a narrowed scope are queried too, never cut from it
+    scoped = viz.ScopedFrames(tl, tasks=[task])
+    other = next(t for t, _ in lanes if t != task)
+    assert _rows(scoped.task_events([other])) == _rows(viz.task_event_frame(tl, tasks=[other], limit=2))

@@ -35,6 +35,8 @@ from toolkit import utc
 MAX_CHART_ROWS = 4000
 #: Default row limit of the frame helpers (per frame).
 DEFAULT_LIMIT = 2000
+#: Row limit of the process-run frame (a run is one start and one end per host).
+PROCESS_RUN_LIMIT = 500
 #: Evidence text is cut to this many characters in tooltips and tables.
 EVIDENCE_CHARS = 220
 
@@ -144,7 +146,7 @@ def generation_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindow 
 
 
 def process_run_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None,
-                      limit: int = 500) -> pd.DataFrame:
+                      limit: int = PROCESS_RUN_LIMIT) -> pd.DataFrame:
     """Process runs per host with how they ended (crash / clean / error / unknown)."""
     df = _filter(tl.process_runs, hosts=hosts, window=window, time_cols=("start", "end"))
     df = df.select("host", "run_id", "run_no", "product", "version", "guarantee", "start", "end", "end_kind",
@@ -260,6 +262,62 @@ def offset_frame(tl, tasks: Sequence[str] | None = None, hosts: Sequence[str] | 
     else:
         pdf["changelog"] = pd.Series(dtype="object")
     return pdf
+
+
+class ScopedFrames:
+    """The frames a report draws for one scope (``hosts``, ``tasks``, ``window``) of a timeline, each
+    queried once.
+
+    A report draws the same tasks several times: once for the whole scope, then once per finding,
+    whose tasks and hosts are a part of it. When the scope's frame is complete (under its row limit),
+    a narrower one is cut from it in pandas, which gives the rows the narrower query would (the task
+    and host filters are plain membership tests); otherwise the narrower frame is queried on Spark."""
+
+    def __init__(self, tl, hosts: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
+                 window: TimeWindow = None):
+        self.timeline = tl
+        self.hosts = list(hosts) if hosts else None
+        self.tasks = list(tasks) if tasks else None
+        self.window = window
+        self._whole: dict[str, pd.DataFrame] = {}
+
+    def task_events(self, tasks: Sequence[str] | None = None, hosts: Sequence[str] | None = None) -> pd.DataFrame:
+        """:func:`task_event_frame` of ``tasks`` on ``hosts`` (default: the scope's), within the scope's window."""
+        return self._frame("task_events", task_event_frame, DEFAULT_LIMIT, tasks, hosts, window=self.window)
+
+    def offsets(self, tasks: Sequence[str] | None = None, hosts: Sequence[str] | None = None) -> pd.DataFrame:
+        """:func:`offset_frame` of ``tasks`` on ``hosts`` (default: the scope's)."""
+        return self._frame("offsets", offset_frame, DEFAULT_LIMIT, tasks, hosts)
+
+    def process_runs(self, hosts: Sequence[str] | None = None) -> pd.DataFrame:
+        """:func:`process_run_frame` of ``hosts`` (default: the scope's), over the whole log."""
+        return self._frame("process_runs", process_run_frame, PROCESS_RUN_LIMIT, None, hosts)
+
+    def _frame(self, name: str, query: Callable[..., pd.DataFrame], limit: int, tasks: Sequence[str] | None,
+               hosts: Sequence[str] | None, **scope) -> pd.DataFrame:
+        takes_tasks = name != "process_runs"
+        whole = self._whole.get(name)
+        if whole is None:
+            kwargs = {"tasks": self.tasks} if takes_tasks else {}
+            whole = self._whole[name] = query(self.timeline, hosts=self.hosts, limit=limit, **kwargs, **scope)
+        tasks = list(tasks) if tasks else self.tasks
+        hosts = list(hosts) if hosts else self.hosts
+        if tasks == self.tasks and hosts == self.hosts:
+            return whole.copy()
+        if len(whole) < limit and _within(tasks, self.tasks) and _within(hosts, self.hosts):
+            cut = whole
+            if tasks and takes_tasks:
+                cut = cut[cut["task_id"].isin(tasks)]
+            if hosts:
+                cut = cut[cut["host"].isin(hosts)]
+            return cut.reset_index(drop=True)
+        kwargs = {"tasks": tasks} if takes_tasks else {}
+        return query(self.timeline, hosts=hosts, limit=limit, **kwargs, **scope)
+
+
+def _within(part: Sequence[str] | None, scope: Sequence[str] | None) -> bool:
+    """True when every row of ``part`` is also in ``scope`` (None: everything)."""
+    return scope is None or (part is not None and set(part) <= set(scope))
 
 
 def rebalance_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None,
@@ -1079,10 +1137,15 @@ ChartBuilder = Callable[[], "alt.TopLevelMixin | None"]
 
 def timeline_chart_builders(tl, hosts: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
                             window: TimeWindow = None, findings: Iterable | None = None, tz: str = "UTC",
-                            records: DataFrame | None = None, focus: Focus = None) -> dict[str, ChartBuilder]:
+                            records: DataFrame | None = None, focus: Focus = None,
+                            frames: ScopedFrames | None = None) -> dict[str, ChartBuilder]:
     """Every timeline chart, by name, as a function that queries its frames and draws it (None when the
-    bundle has nothing for it), so a caller can draw each on its own and survive one that fails."""
+    bundle has nothing for it), so a caller can draw each on its own and survive one that fails.
+
+    ``frames``: where the task and offset frames come from when a caller draws them again later
+    (a report's findings); by default they are queried here."""
     findings = list(findings or [])
+    frames = frames or ScopedFrames(tl, hosts=hosts, tasks=tasks, window=window)
 
     def threads():
         states = thread_state_frame(tl, hosts=hosts, window=window)
@@ -1092,11 +1155,11 @@ def timeline_chart_builders(tl, hosts: Sequence[str] | None = None, tasks: Seque
         return swimlane_chart(states, generation_frame(tl, hosts=hosts, window=window), runs, tz=tz, focus=focus)
 
     def task_lanes():
-        frame = task_event_frame(tl, tasks=tasks, hosts=hosts, window=window)
+        frame = frames.task_events()
         return None if frame.empty else task_lane_chart(frame, finding_frame(findings), tz=tz, focus=focus)
 
     def offsets():
-        frame = offset_frame(tl, tasks=tasks, hosts=hosts)
+        frame = frames.offsets()
         return None if frame.empty else offset_chart(frame, tz=tz)
 
     def rebalances():

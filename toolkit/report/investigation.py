@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +43,13 @@ class ReportView:
         """The explicit ``time_window`` parameter (frames are cut to it on Spark), or None."""
         return self.params.time_window
 
+    @functools.cached_property
+    def frames(self):
+        """The report's chart frames (``toolkit.viz.ScopedFrames`` of its scope), each queried once."""
+        from toolkit.viz import ScopedFrames
+
+        return ScopedFrames(self.timeline, hosts=self.hosts, tasks=self.tasks, window=self.window)
+
     def say(self, message: str) -> None:
         """Report a stage (drawing a section) the same way the analysis reported its stages."""
         if self.progress is not None:
@@ -63,6 +73,8 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> R
     say("starting Spark")
     spark = get_spark(master=params.spark_master, remote=params.spark_remote,
                       log_file=spark_log_file(params.out_dir), input_bytes=input_bytes([params.bundle]))
+    # The chart library takes seconds to import; it loads while Spark works (mostly waiting on the JVM).
+    threading.Thread(target=importlib.import_module, args=("altair",), name="import-altair", daemon=True).start()
     inv = run(spark, params.bundle, params.out_dir, params.options, progress=say)
     analysis, findings = inv.analysis, inv.findings
     notes: list[str] = []

@@ -236,7 +236,7 @@ def focus_of(inv: ReportView):
         return cached
     focus = None
     if inv.params.time_window is None and inv.params.view == "incident":
-        focus = viz.incident_window(inv.findings, viz.process_run_frame(inv.timeline, hosts=inv.hosts))
+        focus = viz.incident_window(inv.findings, inv.frames.process_runs())
     inv._focus = focus  # type: ignore[attr-defined]
     return focus
 
@@ -261,15 +261,15 @@ def show_findings(inv: ReportView) -> None:
         hosts = f.hosts or inv.hosts
         if not tasks:
             continue
-        focus = (viz.incident_window([f], viz.process_run_frame(inv.timeline, hosts=hosts))
+        focus = (viz.incident_window([f], inv.frames.process_runs(hosts))
                  if inv.params.time_window is None and inv.params.view == "incident" else None)
         with section(f"the task chart of finding {rank}", display):
-            frame = viz.task_event_frame(inv.timeline, tasks=tasks, hosts=hosts, window=inv.window)
+            frame = inv.frames.task_events(tasks, hosts)
             if not frame.empty:
                 show_chart(viz.task_lane_chart(frame, viz.finding_frame([f]), tz=tz, focus=focus,
                                                title=f"Tasks {', '.join(tasks)}: what happened, in order"), display)
         with section(f"the offsets chart of finding {rank}", display):
-            offsets = viz.offset_frame(inv.timeline, tasks=tasks, hosts=hosts)
+            offsets = inv.frames.offsets(tasks, hosts)
             if not offsets.empty:
                 show_chart(viz.offset_chart(offsets, tz=tz), display)
 
@@ -299,7 +299,7 @@ def show_timeline(inv: ReportView) -> None:
                          "(<code>--all</code>) for the whole log.</i></p>"))
     builders = viz.timeline_chart_builders(inv.timeline, hosts=inv.hosts, tasks=inv.tasks, window=inv.window,
                                            findings=inv.findings, tz=inv.params.timezone,
-                                           records=inv.analysis.records, focus=focus_of(inv))
+                                           records=inv.analysis.records, focus=focus_of(inv), frames=inv.frames)
     for name, build in builders.items():
         title = TIMELINE_TITLES.get(name, name)
         with section(f"the chart {title!r}", display):

@@ -147,16 +147,23 @@ class Timeline:
 
     def summary(self) -> pd.DataFrame:
         """Row counts and time span per table (bounded pandas)."""
-        rows = []
-        for name, df in self.tables().items():
+        # One query for all tables (a job per table is most of the time on a small bundle).
+        parts = []
+        for order, (name, df) in enumerate(self.tables().items()):
             time_col = "ts" if "ts" in df.columns else ("start" if "start" in df.columns else None)
-            aggs = [F.count(F.lit(1)).alias("rows")]
-            if time_col:
-                aggs += [F.min(time_col).alias("first"), F.max(time_col).alias("last")]
-            r = utc.first(df.agg(*aggs))
-            rows.append({"table": name, "rows": r["rows"], "first": r["first"] if time_col else None,
-                         "last": r["last"] if time_col else None})
-        return pd.DataFrame(rows)
+            no_time = F.lit(None).cast("timestamp")
+            parts.append(df.agg(
+                F.lit(order).alias("order"), F.lit(name).alias("table"), F.count(F.lit(1)).alias("rows"),
+                F.min(time_col).cast("timestamp").alias("first") if time_col else no_time.alias("first"),
+                F.max(time_col).cast("timestamp").alias("last") if time_col else no_time.alias("last")))
+        if not parts:
+            return pd.DataFrame(columns=["table", "rows", "first", "last"])
+        union = parts[0]
+        for part in parts[1:]:
+            union = union.unionByName(part)
+        rows = sorted(utc.collect(union), key=lambda r: r["order"])
+        return pd.DataFrame([{"table": r["table"], "rows": r["rows"], "first": r["first"], "last": r["last"]}
+                             for r in rows])
 
     def write(self, out_dir: Path | str) -> list[Path]:
         """Write every derived table as ``<out_dir>/<name>.parquet``."""
