@@ -206,6 +206,28 @@ def test_plain_python_redaction_matches_the_rules():
     assert "AKIAIOSFODNN7EXAMPLE" not in redact_text("aws key AKIAIOSFODNN7EXAMPLE used")
 
 
+#: Texts with one very long token beside a secret: each redaction rule must scan the token once.
+LONG_TOKEN = "Ab1+" * 250_000  # a megabyte of base64-like text (a logged payload or certificate)
+LONG_TOKEN_CASES = [
+    (f"payload {LONG_TOKEN} from https://bob:pa55@host:8443/x", f"payload {LONG_TOKEN} from https://bob:[redacted]@host:8443/x"),
+    (f"{LONG_TOKEN}://bob:pa55@host", f"{LONG_TOKEN}://bob:[redacted]@host"),
+    ("password" * 100_000 + ".x = hunter2", "password" * 100_000 + ".x = [redacted]"),
+]
+
+
+@pytest.mark.timeout(300)
+def test_redaction_scans_a_megabyte_long_token_once(spark):
+    """The URL rule once restarted inside a long run of scheme characters at every position, and the
+    key rule rescanned a long key at every secret word in it: quadratic, hours for one such line."""
+    from toolkit.redact import redact_text_col
+
+    for text, expected in LONG_TOKEN_CASES:
+        assert redact_text(text) == expected
+    rows = spark.createDataFrame([(t,) for t, _ in LONG_TOKEN_CASES], "text string")
+    got = [r[0] for r in rows.select(redact_text_col(rows["text"])).collect()]
+    assert got == [expected for _, expected in LONG_TOKEN_CASES]
+
+
 def test_unknown_shapes_groups_noise_by_masked_shape(spark):
     noise = [
         ("Fetched 120 records from partition orders-3 in 15ms", "com.example.OrderProcessor"),

@@ -199,3 +199,20 @@ def test_a_damaged_gzip_read_back_from_the_parse_cache_still_reports_its_damage(
     assert [(p.source, p.problem) for p in second.problems] == damage  # the records came from the cache
     assert second.files[0].lines == first.files[0].lines > 0
     assert second.files[0].accounted
+
+
+@pytest.mark.timeout(600)
+def test_a_record_with_a_megabyte_long_message_is_parsed_and_redacted(spark, tmp_path):
+    """One record (Kafka's own layout) whose message holds a 2 MB token and a URL with a password:
+    every line is accounted for and the password is gone. Redaction used to rescan such a token from
+    every position and never finished."""
+    token = "Ab1+" * 500_000
+    (tmp_path / "h-0").mkdir()
+    (tmp_path / "h-0" / "app.log").write_text(
+        KAFKA.format("2026-03-07 10:00:00,000", "INFO", "State transition from CREATED to STARTING")
+        + KAFKA.format("2026-03-07 10:00:01,000", "WARN", f"payload {token} from https://bob:pa55@host:8443/x")
+        + KAFKA.format("2026-03-07 10:00:02,000", "INFO", "State transition from STARTING to RUNNING"))
+    _, report, records = parse_bundle(spark, open_bundle(tmp_path), tmp_path / "out")
+    assert report.totals["lines"] == 3 and report.totals["records"] == 3 and report.totals["unaccounted_files"] == 0
+    long_one = records.where(F.col("level") == "WARN").select("message").first()["message"]
+    assert long_one == f"stream-thread [orders-agg-StreamThread-1] payload {token} from https://bob:[redacted]@host:8443/x"

@@ -29,9 +29,11 @@ _NOT_SECRET_VALUES = ("", "null", "[hidden]")
 # (Java regex, Java replacement). Python versions are derived below; $1 -> \g<1>.
 _TEXT_RULES: tuple[tuple[str, str], ...] = (
     # `key = value` lines of config dumps and properties whose key looks secret
+    # (the key is checked by a look-ahead: a search for the word inside the greedy key would rescan the
+    # rest of the key at every occurrence, quadratic in a long one)
     (
-        r"(?im)^(\s*[\w.-]*(?:password|passwd|secret|token|credential|jaas|user\.info|api[._-]?key"
-        r"|access[._-]?key|private[._-]?key)[\w.-]*\s*[=:]\s*)\S.*$",
+        r"(?im)^(\s*(?=[\w.-]*?(?:password|passwd|secret|token|credential|jaas|user\.info|api[._-]?key"
+        r"|access[._-]?key|private[._-]?key))[\w.-]*\s*[=:]\s*)\S.*$",
         "$1" + REDACTED,
     ),
     (r"(?m)^(\s*(?:[\w-]+\.)*key\s*=\s*)\S.*$", "$1" + REDACTED),
@@ -41,8 +43,10 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
         r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s;,\"']+)",
         "$1$2" + REDACTED,
     ),
-    # credentials in URLs: scheme://user:pass@host
-    (r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+):[^@\s/]+@", "$1:" + REDACTED + "@"),
+    # credentials in URLs: scheme://user:pass@host. A match may only begin where a run of scheme
+    # characters begins (the run's leading digits, '+', '.' or '-' are kept in $1): started inside
+    # the run, the search would rescan it from every position, quadratic in a long token (base64).
+    (r"(?<![A-Za-z0-9+.-])([0-9+.-]*[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+):[^@\s/]+@", "$1:" + REDACTED + "@"),
     # AWS access key ids
     (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", REDACTED),
 )
