@@ -167,3 +167,31 @@ reference = "x"
 """
     with pytest.raises(CatalogueError, match="word boundaries"):
         templates_from_toml(text)
+
+
+#: Long texts that make a search restart inside one long token: a run of one character, a run of
+#: letters and digits, a base64-like payload (100,000 characters each, with and without a prefix).
+_LONG_TOKENS = ("x" * 100_000, "a1" * 50_000, "Ab1+/9z=" * 12_500)
+
+
+@pytest.mark.timeout(240)
+def test_no_template_or_layout_pattern_rescans_a_long_token():
+    """A pattern that may start inside a token and fails only at its end rescans the token from every
+    character: quadratic, minutes for one long line (a checkpoint-map item did). Every pattern must
+    search these texts in linear time; a quadratic one exceeds the bound on its own."""
+    import re
+
+    from toolkit.catalogue import DEFAULT_ITEM
+    from toolkit.layouts import load_layouts
+
+    patterns = {f"{t.id}.{attr}": getattr(t, attr) for t in load_templates() for attr in ("pattern", "item")
+                if getattr(t, attr, None)}
+    patterns.update({f"{l.id}.{attr}": getattr(l, attr) for l in load_layouts().layouts
+                     for attr in ("pattern", "bare_pattern") if getattr(l, attr, None)})
+    patterns["default item"] = DEFAULT_ITEM
+    assert len(patterns) > 100
+    for name, pattern in patterns.items():
+        compiled = re.compile(pattern)
+        for token in _LONG_TOKENS:
+            for text in (token, f"stream-thread [app-StreamThread-1] {token}", f"{{{token}-0=1}}"):
+                compiled.search(text)  # returns in milliseconds, or runs for minutes

@@ -86,7 +86,7 @@ LIST_GROUPS: frozenset[str] = frozenset({"partitions", "tasks"})
 ITEM_FIELDS: tuple[str, ...] = ("topic", "partition", "offset", "end_offset", "records")
 
 #: Default ``item``: a TopicPartition rendered as ``<topic>-<partition>``.
-DEFAULT_ITEM = r"(?P<topic>[^\s,\[\]{}=:]+)-(?P<partition>\d+)"
+DEFAULT_ITEM = r"(?<![^\s,\[\]{}=:])(?P<topic>[^\s,\[\]{}=:]+)-(?P<partition>\d+)"
 
 #: Values of the ``prefix`` key (what the message starts with).
 PREFIX_KINDS: frozenset[str] = frozenset(
