@@ -35,8 +35,9 @@ from toolkit.shipped import default_cache_dir
 KEY_COLUMN = "cache_key"
 #: Spark schemas of a kept set of derived tables (reading them back then needs no job).
 SCHEMAS_FILE = "schemas.json"
-#: Bump when the records a parse produces change shape or content (cached records become stale).
-PARSE_FORMAT = 3
+#: Bump when the records a parse produces, or what an entry keeps beside them, change (cached
+#: entries become stale). 4: entries keep the file's longest line.
+PARSE_FORMAT = 4
 
 
 def link_tree(source: Path | str, target: Path | str) -> None:

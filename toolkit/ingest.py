@@ -262,7 +262,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         cache.remember(fresh)
         known.update({e.source: e for e in fresh})
     # Files parsed now were measured by their first pass; records read back from the cache carry the
-    # figure kept with them (unknown for an entry kept before it was measured: taken as long).
+    # figure kept with them (unknown for an entry without it, which only a damaged cache has: taken as long).
     plan_for_lines(spark, max((e.longest_line if e.longest_line is not None else LONG_LINE_CHARS + 1
                                for e in known.values()), default=0))
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
