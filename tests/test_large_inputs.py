@@ -216,3 +216,21 @@ def test_a_record_with_a_megabyte_long_message_is_parsed_and_redacted(spark, tmp
     assert report.totals["lines"] == 3 and report.totals["records"] == 3 and report.totals["unaccounted_files"] == 0
     long_one = records.where(F.col("level") == "WARN").select("message").first()["message"]
     assert long_one == f"stream-thread [orders-agg-StreamThread-1] payload {token} from https://bob:[redacted]@host:8443/x"
+
+
+@pytest.mark.timeout(240)
+def test_a_record_followed_by_a_long_block_of_blank_lines_is_parsed(spark, tmp_path):
+    """Blank lines continue the record above them. Stripping the message's trailing newlines once
+    rescanned a block of them from each newline (320,000 blank lines took 270 s)."""
+    blank = 500_000
+    (tmp_path / "h-0").mkdir()
+    (tmp_path / "h-0" / "app.log").write_text(
+        KAFKA.format("2026-03-07 10:00:00,000", "INFO", "State transition from CREATED to STARTING")
+        + "\n" * blank + "more\n" + "\n" * 3
+        + KAFKA.format("2026-03-07 10:00:01,000", "INFO", "State transition from STARTING to RUNNING"))
+    _, report, records = parse_bundle(spark, open_bundle(tmp_path), tmp_path / "out")
+    assert report.totals == {**report.totals, "lines": blank + 6, "records": 2, "continuation": blank + 4,
+                             "unparsed": 0, "unaccounted_files": 0}
+    first = records.orderBy("line_no").select("message").first()["message"]
+    assert first == "stream-thread [orders-agg-StreamThread-1] State transition from CREATED to STARTING" \
+        + "\n" * (blank + 1) + "more"

@@ -926,7 +926,9 @@ def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> Data
     ).otherwise(F.col("_msg"))
     return agg.select(
         "file_key", "line_no", "n_cont", "stack_cont",
-        F.regexp_replace(F.array_join(body, "\n"), r"\n+$", "").alias("msg_cont"),
+        # Trailing newlines only; a match may not start inside a run of them (a search would rescan
+        # the run from each newline: quadratic in a record with a long block of blank lines).
+        F.regexp_replace(F.array_join(body, "\n"), r"(?<!\n)\n+$", "").alias("msg_cont"),
         F.when(has_trailer, F.regexp_extract(last, LOGGER_TRAILER, 2)).alias("trailer_logger"),
     )
 
