@@ -279,3 +279,38 @@ def test_table_schemas_do_not_follow_the_sessions_default_timestamp_type(spark):
     finally:
         spark.conf.unset("spark.sql.timestampType")
     assert got == {name: [(f.name, f.dataType) for f in schema.fields] for name, schema in TABLES.items()}
+
+
+def _table_rows(df) -> list[tuple]:
+    """A table's rows as sortable text tuples (order and partitioning aside)."""
+    return sorted(tuple("" if v is None else str(v) for v in r) for r in df.collect())
+
+
+def test_a_small_bundle_is_queried_as_one_partition_with_the_same_tables_and_findings(spark, tmp_path, monkeypatch,
+                                                                                        capsys):
+    from toolkit import jvm
+    from toolkit.detectors import findings_to_json, run_detectors
+    from toolkit.options import AnalysisOptions
+    from toolkit.pipeline import analyse
+
+    bundle = SAMPLES / "kafka-standby-lock-cleaner"
+    options = AnalysisOptions(use_cache=False)
+    small = analyse(spark, bundle, tmp_path / "small", options)
+    try:
+        monkeypatch.setattr(jvm, "SMALL_INPUT_BYTES", 0)  # the same bundle, planned as a large one
+        large = analyse(spark, bundle, tmp_path / "large", options)
+    finally:
+        jvm.plan_for_input(spark, None)
+
+    def shuffles(df) -> bool:
+        df.groupBy("host").count().explain()
+        return "Exchange" in capsys.readouterr().out
+
+    # A window or aggregate over a small bundle's tables needs no shuffle; a large one's keeps its partitions.
+    assert not shuffles(small.events) and not shuffles(small.timeline.task_lifecycles)
+    assert shuffles(large.events) and shuffles(large.timeline.task_lifecycles)
+    for name, df in small.timeline.tables().items():
+        assert _table_rows(df) == _table_rows(getattr(large.timeline, name)), name
+    assert small.timeline.locks.count() > 0 and small.timeline.dir_cleanups.count() > 0
+    documents = [findings_to_json(run_detectors(a.timeline), bundle=str(bundle)) for a in (small, large)]
+    assert documents[0]["findings"] and documents[0] == documents[1]

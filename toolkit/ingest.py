@@ -234,6 +234,10 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
     known = {src: cache.lookup(key) for src, key in keys.items()}
     misses = [f for f in bundle.logs if known[f.source] is None]
+    # Records read back from the cache carry their file's longest line (unknown for an entry without it,
+    # which only a damaged cache has: taken as long); files parsed now are measured by their first pass.
+    plan_for_lines(spark, max((e.longest_line if e.longest_line is not None else LONG_LINE_CHARS + 1
+                               for e in known.values() if e is not None), default=0))
     counts: dict[str, dict] = {}
     for f in bundle.logs:
         if known[f.source] is not None:  # found while reading the file (a damaged gzip): said again
@@ -261,10 +265,6 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
                                     int(figures.get("lines_read") or 0), int(figures.get("longest_line") or 0)))
         cache.remember(fresh)
         known.update({e.source: e for e in fresh})
-    # Files parsed now were measured by their first pass; records read back from the cache carry the
-    # figure kept with them (unknown for an entry without it, which only a damaged cache has: taken as long).
-    plan_for_lines(spark, max((e.longest_line if e.longest_line is not None else LONG_LINE_CHARS + 1
-                               for e in known.values()), default=0))
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
     if paths:
         # The schema given (the key is the partition folder's name): no job to read the footers.

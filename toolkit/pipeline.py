@@ -29,7 +29,7 @@ from toolkit.detectors import findings_to_json, run_detectors
 from toolkit.detectors.base import Finding
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
 from toolkit.ingest import IngestReport, parse_bundle, write_tables
-from toolkit.jvm import input_bytes, plan_for_input
+from toolkit.jvm import input_bytes, is_small, plan_for_input
 from toolkit.options import AnalysisOptions
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline import StateFacts, Timeline, build_timeline
@@ -54,26 +54,41 @@ class Analysis:
     out_dir: Path
 
 
-def _state_facts(spark: SparkSession, out: Path) -> StateFacts:
+def _state_facts(spark: SparkSession, out: Path, small: bool = False) -> StateFacts:
     tables = {}
     for name, schema in STATE_SCHEMAS.items():
         path = out / "state" / f"{name}.parquet"
-        tables[name] = (_read(spark, str(path.resolve()), schema) if path.exists()
+        tables[name] = (_read(spark, str(path.resolve()), schema, small) if path.exists()
                         else spark.createDataFrame([], schema))
     return StateFacts(**tables)
 
 
+#: Records of an input up to this size are classified in one task as well: their per-line template
+#: dispatch is then cheaper than a stage's overhead. Larger small inputs keep their task threads busy on it.
+ONE_TASK_CLASSIFY_BYTES = 4 * 2**20
+
+
+def _one_partition(df: DataFrame, small: bool) -> DataFrame:
+    """A small input's table as a single partition (unchanged otherwise).
+
+    Every window, aggregate and join over a single partition is already laid out as it needs, so a
+    query on a small bundle runs as one stage instead of a shuffle per operator: on a sample the time
+    goes to per-stage overhead, not to rows. Large inputs keep their partitions for the task threads.
+    """
+    return df.coalesce(1) if small else df
 
 
 def classify_records(spark: SparkSession, records: DataFrame, out: Path, progress: Progress | None = None,
-                     cache: ParseCache | None = None, file_keys: list[str] | None = None, *, shapes: bool = True
-                     ) -> tuple[DataFrame, DataFrame]:
+                     cache: ParseCache | None = None, file_keys: list[str] | None = None, *, shapes: bool = True,
+                     small: bool = False, tiny: bool = False) -> tuple[DataFrame, DataFrame]:
     """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``run_bounds.parquet`` (first
     and last line of each process run among all records), and with ``shapes`` ``unknown_shapes.parquet``.
 
     With the parse cache and the cache keys of the files behind ``records``, a bundle whose files
     are all unchanged since an earlier run gets these tables from the cache instead (unknown shapes are
     kept apart: a ``detect`` run does not derive them, a later ``parse`` of the same bundle does).
+    ``small``: the input is small (:func:`toolkit.jvm.is_small`), its tables are queried as one partition;
+    ``tiny``: at most :data:`ONE_TASK_CLASSIFY_BYTES`, its records are classified as one partition too.
     """
     say = progress or (lambda _m: None)
     paths = _table_paths(out, DERIVED_TABLES)
@@ -87,7 +102,7 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
         say("events unchanged since an earlier run (cache)")
     else:
         say("classifying events")
-        derived = derive_tables(records, shapes=shapes)
+        derived = derive_tables(_one_partition(records, tiny), shapes=shapes)
         try:
             write_tables(derived.tables, {**paths, **shape_path})
         finally:
@@ -97,12 +112,14 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
             cache.store_derived(kept, paths, schemas)
         if kept_shapes is not None:
             cache.store_derived(kept_shapes, shape_path, schemas)
-    return _read(spark, paths["events"], schemas["events"]), _read(spark, paths["config"], schemas["config"])
+    return (_read(spark, paths["events"], schemas["events"], small),
+            _read(spark, paths["config"], schemas["config"], small))
 
 
-def _read(spark: SparkSession, path: str, schema: StructType) -> DataFrame:
-    """A parquet table the pipeline wrote, read with its known schema (no job to infer it)."""
-    return spark.read.schema(schema).parquet(path)
+def _read(spark: SparkSession, path: str, schema: StructType, small: bool = False) -> DataFrame:
+    """A parquet table the pipeline wrote, read with its known schema (no job to infer it); see
+    :func:`_one_partition` for ``small``."""
+    return _one_partition(spark.read.schema(schema).parquet(path), small)
 
 
 @dataclass
@@ -115,6 +132,8 @@ class Parsed:
     events: DataFrame
     config: DataFrame
     out_dir: Path
+    #: The input is small (:func:`toolkit.jvm.is_small`): later stages query its tables as one partition.
+    small: bool = False
 
 
 def parse(
@@ -135,13 +154,16 @@ def parse(
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
     out = Path(out_dir)
-    plan_for_input(spark, input_bytes(_bundle_paths(bundle)))
+    size = input_bytes(_bundle_paths(bundle))
+    plan_for_input(spark, size)
     opened, report, records = parse_bundle(spark, bundle, out, timezone=options.log_timezone,
                                            work_dir=options.work_dir, progress=say, cache=cache,
                                            redact=options.redact)
+    small = is_small(size)
     events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys,
-                                      shapes=shapes)
-    return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out)
+                                      shapes=shapes, small=small, tiny=small and size <= ONE_TASK_CLASSIFY_BYTES)
+    return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out,
+                  small=small)
 
 
 def _bundle_paths(bundle: Bundle | Path | str | list) -> list:
@@ -169,19 +191,20 @@ def analyse(
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
     parsed = parse(spark, bundle, out_dir, options, cache=cache, progress=say, shapes=shapes)
-    out, report, events, config = parsed.out_dir, parsed.ingest, parsed.events, parsed.config
-    state = _state_facts(spark, out)
+    out, report, events, config, small = parsed.out_dir, parsed.ingest, parsed.events, parsed.config, parsed.small
+    state = _state_facts(spark, out, small)
     timeline = None
     if write_timeline:
-        timeline = _cached_timeline(spark, events, state, config, out, cache, report, say)
+        timeline = _cached_timeline(spark, events, state, config, out, cache, report, say, small)
     if timeline is None:
         say("reconstructing the timeline")
         bounds_path = out / "run_bounds.parquet"
-        bounds = spark.read.parquet(str(bounds_path.resolve())) if bounds_path.exists() else None
+        bounds = (_one_partition(spark.read.parquet(str(bounds_path.resolve())), small) if bounds_path.exists()
+                  else None)
         timeline = build_timeline(events, state, config, bounds)
         if write_timeline:
             write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
-            timeline = _reload(spark, timeline, out)
+            timeline = _reload(spark, timeline, out, small)
             if cache is not None and report.file_keys:
                 cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES), TIMELINE_TABLES)
     return Analysis(bundle=parsed.bundle, ingest=report, records=parsed.records, events=events, timeline=timeline,
@@ -197,7 +220,8 @@ def _timeline_key(cache: ParseCache, report: IngestReport) -> Path:
 
 
 def _cached_timeline(spark: SparkSession, events: DataFrame, state: StateFacts, config: DataFrame, out: Path,
-                     cache: ParseCache | None, report: IngestReport, say: Progress) -> Timeline | None:
+                     cache: ParseCache | None, report: IngestReport, say: Progress, small: bool = False
+                     ) -> Timeline | None:
     """The timeline tables of an earlier run on the same files and state facts, copied into ``out``."""
     if cache is None or not report.file_keys:
         return None
@@ -206,16 +230,16 @@ def _cached_timeline(spark: SparkSession, events: DataFrame, state: StateFacts, 
     if not schemas:
         return None
     say("timeline unchanged since an earlier run (cache)")
-    tables = {name: _read(spark, path, schemas.get(name, TIMELINE_TABLES[name])) for name, path in paths.items()}
+    tables = {name: _read(spark, path, schemas.get(name, TIMELINE_TABLES[name]), small) for name, path in paths.items()}
     return Timeline(events=events, config=config_with_runs(events, config), state=state, **tables)
 
 
-def _reload(spark: SparkSession, timeline: Timeline, out: Path) -> Timeline:
+def _reload(spark: SparkSession, timeline: Timeline, out: Path, small: bool = False) -> Timeline:
     """Swap each derived table for its parquet copy (later queries skip the window functions).
 
     Every table is built to its contract in ``toolkit.timeline.schemas``, so that is its schema and
     no file is opened until a query runs."""
-    tables = {name: _read(spark, path, TIMELINE_TABLES[name])
+    tables = {name: _read(spark, path, TIMELINE_TABLES[name], small)
               for name, path in _table_paths(out, timeline.tables()).items()}
     return Timeline(events=timeline.events, config=timeline.config, state=timeline.state, notes=timeline.notes,
                     **tables)

@@ -206,10 +206,8 @@ def task_event_frame(tl, tasks: Sequence[str] | None = None, hosts: Sequence[str
              F.concat_ws(" ", F.lit("cleaner deleted dir; last owner"), s("last_owner_thread"), s("last_owner_role")),
              s("ts"), null_ts),
     ]
-    events = parts[0]
-    for p in parts[1:]:
-        events = events.unionByName(p)
-    events = _filter(events, hosts=hosts, tasks=tasks, window=window, time_cols=("start", "end"))
+    events = _filter(functools.reduce(DataFrame.unionByName, parts), hosts=hosts, tasks=tasks, window=window,
+                     time_cols=("start", "end"))
     events = events.where(s("task_id").isNotNull())
 
     # Process starts and ends on each lane's host, so a crash is visible between task events.
@@ -283,22 +281,23 @@ class ScopedFrames:
 
     def task_events(self, tasks: Sequence[str] | None = None, hosts: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`task_event_frame` of ``tasks`` on ``hosts`` (default: the scope's), within the scope's window."""
-        return self._frame("task_events", task_event_frame, DEFAULT_LIMIT, tasks, hosts, window=self.window)
+        return self._frame("task_events", task_event_frame, DEFAULT_LIMIT, tasks, hosts, by_task=True,
+                           window=self.window)
 
     def offsets(self, tasks: Sequence[str] | None = None, hosts: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`offset_frame` of ``tasks`` on ``hosts`` (default: the scope's)."""
-        return self._frame("offsets", offset_frame, DEFAULT_LIMIT, tasks, hosts)
+        return self._frame("offsets", offset_frame, DEFAULT_LIMIT, tasks, hosts, by_task=True)
 
     def process_runs(self, hosts: Sequence[str] | None = None) -> pd.DataFrame:
         """:func:`process_run_frame` of ``hosts`` (default: the scope's), over the whole log."""
-        return self._frame("process_runs", process_run_frame, PROCESS_RUN_LIMIT, None, hosts)
+        return self._frame("process_runs", process_run_frame, PROCESS_RUN_LIMIT, None, hosts, by_task=False)
 
     def _frame(self, name: str, query: Callable[..., pd.DataFrame], limit: int, tasks: Sequence[str] | None,
-               hosts: Sequence[str] | None, **scope) -> pd.DataFrame:
-        takes_tasks = name != "process_runs"
+               hosts: Sequence[str] | None, *, by_task: bool, **scope) -> pd.DataFrame:
+        """``query``'s frame (its rows have a ``task_id`` and it takes ``tasks`` when ``by_task``)."""
         whole = self._whole.get(name)
         if whole is None:
-            kwargs = {"tasks": self.tasks} if takes_tasks else {}
+            kwargs = {"tasks": self.tasks} if by_task else {}
             whole = self._whole[name] = query(self.timeline, hosts=self.hosts, limit=limit, **kwargs, **scope)
         tasks = list(tasks) if tasks else self.tasks
         hosts = list(hosts) if hosts else self.hosts
@@ -306,12 +305,12 @@ class ScopedFrames:
             return whole.copy()
         if len(whole) < limit and _within(tasks, self.tasks) and _within(hosts, self.hosts):
             cut = whole
-            if tasks and takes_tasks:
+            if tasks and by_task:
                 cut = cut[cut["task_id"].isin(tasks)]
             if hosts:
                 cut = cut[cut["host"].isin(hosts)]
             return cut.reset_index(drop=True)
-        kwargs = {"tasks": tasks} if takes_tasks else {}
+        kwargs = {"tasks": tasks} if by_task else {}
         return query(self.timeline, hosts=hosts, limit=limit, **kwargs, **scope)
 
 

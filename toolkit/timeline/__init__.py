@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from functools import reduce
 from pathlib import Path
 
 import pandas as pd
@@ -158,10 +159,7 @@ class Timeline:
                 F.max(time_col).cast("timestamp").alias("last") if time_col else no_time.alias("last")))
         if not parts:
             return pd.DataFrame(columns=["table", "rows", "first", "last"])
-        union = parts[0]
-        for part in parts[1:]:
-            union = union.unionByName(part)
-        rows = sorted(utc.collect(union), key=lambda r: r["order"])
+        rows = sorted(utc.collect(reduce(DataFrame.unionByName, parts)), key=lambda r: r["order"])
         return pd.DataFrame([{"table": r["table"], "rows": r["rows"], "first": r["first"], "last": r["last"]}
                              for r in rows])
 
