@@ -481,13 +481,23 @@ def _verdict(figure, ok: bool, at_target_size) -> str:
     return ("met" if ok else "missed") + ("" if at_target_size else " (at a smaller size)")
 
 
+def class_archive_line(archive: dict | None) -> str:
+    if not archive:
+        return "Class archive: not recorded (results from before it existed)."
+    if not archive.get("used"):
+        return "Class archive: not used" + (f" ({archive['error']})." if archive.get("error") else ".")
+    return (f"Class archive: used by every JVM (`stream-incident warm-up`, untimed: "
+            f"{archive.get('warm_up_s', 0):.0f} s, a few seconds when it already existed).")
+
+
 def render_markdown(res: dict) -> str:
     m = res["machine"]
     parts = [f"Command: `{res['command']}`  ",
              f"Started {res['started']} (took {res.get('elapsed_min', float('nan')):.0f} min). Load average at "
              f"start `{m['loadavg']}`, at end `{res.get('loadavg_end', '(cut short)')}`.  ",
              f"Machine: {m['nproc']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM; Python {m['python']}; "
-             f"{m['java']}; Spark {m['spark']}; local driver heap {m.get('driver_memory', 'n/a')}.", ""]
+             f"{m['java']}; Spark {m['spark']}; local driver heap {m.get('driver_memory', 'n/a')}.",
+             class_archive_line(res.get("class_archive")), ""]
     if res["sizes"]:
         parts += ["### Large bundles (wall seconds; local[2])", "", sizes_markdown(res), ""]
     sp = res.get("speedup")
@@ -502,6 +512,24 @@ def render_markdown(res: dict) -> str:
 
 
 # --------------------------------------------------------------------------- main
+
+
+def prepare_class_archive(off: bool) -> dict:
+    """Every timed command starts its JVM with this machine's class archive (built here first, untimed,
+    when missing), or, with ``off``, without one. Commands run with throw-away parse caches, so the
+    archive's folder is passed to them by name."""
+    from toolkit import jvm
+
+    if off:
+        os.environ[jvm.ARCHIVE_ENV] = "0"
+        return {"used": False}
+    os.environ[jvm.ARCHIVE_DIR_ENV] = str(jvm.archive_dir())
+    t0 = time.perf_counter()
+    built = subprocess.run([CLI, "warm-up", "--quiet"], capture_output=True, text=True)
+    if built.returncode != 0:
+        print(f"class archive not built: {built.stderr.strip()[-500:]}", file=sys.stderr, flush=True)
+        return {"used": False, "error": built.stderr.strip()[-500:]}
+    return {"used": True, "path": built.stdout.strip(), "warm_up_s": time.perf_counter() - t0}
 
 
 def save(res: dict, name: str) -> None:
@@ -532,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-samples", default="all", help="samples for the report figures ('none' to skip)")
     parser.add_argument("--no-serve", action="store_true", help="skip the figures through 'stream-incident serve'")
     parser.add_argument("--driver-memory", default=None, help="spark.driver.memory of the workers")
+    parser.add_argument("--no-class-archive", action="store_true",
+                        help="start every JVM without the class archive (default: build it with "
+                             "'stream-incident warm-up' if missing, untimed, and start every JVM with it)")
     parser.add_argument("--bundle", type=Path, action="append", default=[],
                         help="measure this bundle too, beside --sizes (e.g. a shipped sample: a smoke run)")
     parser.add_argument("--name", default="latest", help="results file name: results/NAME.{json,md}")
@@ -555,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
                  "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(), "sizes": []}
     if psutil is None:
         print("psutil not installed: peak memory and CPU seconds will show n/a", file=sys.stderr)
+    res["class_archive"] = prepare_class_archive(off=args.no_class_archive)
     SCRATCH.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=SCRATCH))
     try:

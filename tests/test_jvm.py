@@ -1,10 +1,14 @@
-"""How the embedded driver JVM is started: input size estimate, small-input settings."""
+"""How the embedded driver JVM is started: input size estimate, small-input settings, the class archive."""
 
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 
 from toolkit import jvm
 
@@ -68,3 +72,93 @@ def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark) -> No
     finally:
         for key in jvm.SMALL_INPUT_SQL_CONF:
             conf.unset(key)
+
+
+def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
+    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    if jvm.archive_key() is None:
+        pytest.skip("no java or no Spark jars to name an archive by")
+    final = jvm.archive_file()
+    assert final.parent == tmp_path / "jvm" and jvm.archive_key() in final.name
+    assert jvm.class_archive_options() == []  # none built yet: nothing to map
+    final.parent.mkdir()
+    final.write_bytes(b"archive")
+    assert jvm.class_archive_options() == [f"-XX:SharedArchiveFile={final}"]
+    assert jvm.driver_java_options(None)[-1] == f"-XX:SharedArchiveFile={final}"
+    assert not any("SharedArchiveFile" in o for o in jvm.driver_java_options(None, archive=False))
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, "off")
+    assert jvm.class_archive_options() == []
+
+
+def _fake_warm_up(exit_status: int):
+    """A stand-in for the warm-up's JVM: writes the archive it is given, then exits with ``exit_status``."""
+    def command(partial: Path, samples_dir: Path, master: str = "local[2]") -> list[str]:
+        assert sorted(p.name for p in samples_dir.iterdir()) == ["kafka-restore-skipped"]
+        script = f"import pathlib, sys; pathlib.Path({str(partial)!r}).write_bytes(b'archive'); sys.exit({exit_status})"
+        return [sys.executable, "-c", script]
+    return command
+
+
+def test_a_warm_up_keeps_the_archive_only_when_its_jvm_exited_cleanly(monkeypatch, tmp_path: Path) -> None:
+    from toolkit import warmup
+
+    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
+    if jvm.archive_key() is None:
+        pytest.skip("no java or no Spark jars to name an archive by")
+    final = jvm.archive_file()
+    final.parent.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    abandoned = final.parent / f"classes-{jvm.archive_key()}.{dead.pid}.partial"  # its writer was killed
+    abandoned.write_bytes(b"half")
+    other_build = final.parent / "classes-0123456789abcdef.jsa"  # another Java build or Spark version
+    other_build.write_bytes(b"old")
+
+    monkeypatch.setattr(warmup, "warm_up_command", _fake_warm_up(1))
+    with pytest.raises(warmup.ArchiveError, match="exited with status 1"):
+        warmup.build(["kafka-restore-skipped"])
+    # a JVM that did not exit cleanly may have left half an archive: never kept, never mapped
+    assert sorted(p.name for p in final.parent.iterdir()) == ["warm-up.log"]
+    assert jvm.class_archive_options() == []
+
+    monkeypatch.setattr(warmup, "warm_up_command", _fake_warm_up(0))
+    assert warmup.build(["kafka-restore-skipped"]) == final and final.read_bytes() == b"archive"
+    assert sorted(p.name for p in final.parent.iterdir()) == sorted([final.name, "warm-up.log"])
+    assert warmup.build(["kafka-restore-skipped"]) == final  # already built: nothing runs
+    assert not abandoned.exists() and not other_build.exists()
+
+
+_MAPS_ARCHIVE = """
+import sys
+from toolkit import jvm
+from toolkit.spark import get_spark
+options = jvm.driver_java_options
+# -Xshare:on: the JVM refuses to start unless it can map the archive it is given
+jvm.driver_java_options = lambda size, **kw: options(size, **kw) + ["-Xshare:on"] + sys.argv[1:]
+spark = get_spark("local[1]", log_file=jvm.archive_dir() / "check.log")
+print(spark.range(3).count())
+"""
+
+
+def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(monkeypatch, tmp_path: Path) -> None:
+    """A real warm-up (spark-submit, one sample), then a fresh driver JVM started with -Xshare:on."""
+    from toolkit import warmup
+
+    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    if jvm.archive_key() is None:
+        pytest.skip("no java or no Spark jars to name an archive by")
+    final = warmup.build(["kafka-restore-skipped"], timeout_s=600)
+    env = {**os.environ}
+    env.pop("SPARK_REMOTE", None)
+    assert final.stat().st_size > 10 * 2**20 and [p.suffix for p in final.parent.glob("classes-*")] == [".jsa"]
+    check = [sys.executable, "-c", _MAPS_ARCHIVE]
+    mapped = subprocess.run(check, env=env, capture_output=True, text=True, timeout=300)
+    assert mapped.returncode == 0 and mapped.stdout.strip().splitlines()[-1] == "3", mapped.stderr[-2000:]
+    # the control: the same start with an archive that is not a valid one fails
+    bogus = tmp_path / "bogus.jsa"
+    bogus.write_bytes(b"not an archive")
+    refused = subprocess.run([*check, f"-XX:SharedArchiveFile={bogus}"], env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert refused.returncode != 0

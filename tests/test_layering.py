@@ -36,13 +36,17 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("viz", ("toolkit.viz", "toolkit.viz_nifi")),
     ("report", ("toolkit.report",)),
     ("serve", ("toolkit.serve",)),
+    # builds the class archive by analysing generated samples in a JVM of its own
+    ("warmup", ("toolkit.warmup",)),
     ("cli", ("toolkit.cli", "toolkit.detect")),
     # sample bundle generator: a tool of its own, imports nothing from the stages
     ("samples", ("toolkit.samples",)),
 ]
 
 #: Imports allowed against the order, each with its reason: (importing module, imported module) -> why.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("toolkit.warmup", "toolkit.samples"): "the warm-up analyses generated sample bundles (no repository needed)",
+}
 
 
 def _module_name(path: Path) -> str:

@@ -5,7 +5,7 @@ Exit codes (also in the README):
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
 * 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml), one sentence on stderr;
-* 3 — no Spark session could be started (unreachable master or Connect endpoint);
+* 3 — no Spark session could be started (unreachable master or Connect endpoint), or ``warm-up`` could not build the class archive;
 * 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe;
 * 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked).
 """
@@ -223,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="start, stop or show a warm local Spark Connect server the other commands use")
     serve.build_parser(p)
     p.set_defaults(func=serve.run)
+
+    from toolkit import warmup
+
+    p = sub.add_parser("warm-up", help="build this machine's class archive once, so later cold commands start faster")
+    warmup.build_parser(p)
+    p.set_defaults(func=warmup.run)
 
     from toolkit.knowledge import collect
 

@@ -6,14 +6,26 @@ remedies for inputs up to :data:`SMALL_INPUT_BYTES`, each measured on the shippe
 
 * **Quick JIT**: the first-tier compiler only, which compiles in a fraction of the time; for
   gigabytes the optimising compiler pays for itself, so larger inputs keep it.
-* **Interpreted expressions** (:func:`plan_for_input`): no Java source per query."""
+* **Interpreted expressions** (:func:`plan_for_input`): no Java source per query.
+
+For every input, a driver starts with this machine's class archive when ``stream-incident warm-up``
+has built one (:mod:`toolkit.warmup`)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
+from toolkit.shipped import default_cache_dir
+
+#: Set to ``0`` (or ``off``, ``false``, ``no``) to start embedded drivers without the class archive.
+ARCHIVE_ENV = "STREAM_INCIDENT_CLASS_ARCHIVE"
+#: Where the class archive is kept, when not in ``<cache>/jvm`` (e.g. a run with a throw-away cache that
+#: should still start with this machine's archive).
+ARCHIVE_DIR_ENV = "STREAM_INCIDENT_CLASS_ARCHIVE_DIR"
 #: Inputs up to this many bytes (estimated uncompressed) run with the small-input settings.
 SMALL_INPUT_BYTES = 32 * 2**20
 #: Compressed files and archives count this many times their size (log text compresses about 8-15x).
@@ -87,9 +99,67 @@ def plan_for_lines(spark: Any, longest_line: int) -> None:
         plan_for_input(spark, None)
 
 
-def driver_java_options(size: int | None) -> list[str]:
-    """Extra options for an embedded driver JVM that will read about ``size`` bytes (None: unknown)."""
+def driver_java_options(size: int | None, *, archive: bool = True) -> list[str]:
+    """Extra options for an embedded driver JVM that will read about ``size`` bytes (None: unknown);
+    with ``archive``, this machine's class archive when it has one (:mod:`toolkit.warmup` builds it)."""
     options = list(LOG_OPTIONS)
     if is_small(size):
         options += QUICK_JIT_OPTIONS
-    return options
+    return options + (class_archive_options() if archive else [])
+
+
+def _java_executable() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / "java" if home else (Path(shutil.which("java")) if shutil.which("java") else None)
+    return found.resolve() if found and found.exists() else None
+
+
+def spark_home() -> Path | None:
+    """``$SPARK_HOME``, else the installed ``pyspark`` package (which carries the jars and ``bin/``)."""
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return Path(home)
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    return Path(pyspark.__file__).resolve().parent
+
+
+def archive_key() -> str | None:
+    """A digest naming the Java build and the Spark jars an archive belongs to (None when either is unknown)."""
+    java, home = _java_executable(), spark_home()
+    jars = home / "jars" if home else None
+    if java is None or jars is None or not jars.is_dir():
+        return None
+    digest = hashlib.sha256()
+    stat = java.stat()
+    digest.update(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{home}".encode())
+    for jar in sorted(jars.iterdir()):
+        digest.update(f"|{jar.name}:{jar.stat().st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
+def archive_dir() -> Path:
+    """Where the archive is kept: ``$STREAM_INCIDENT_CLASS_ARCHIVE_DIR``, else ``<cache>/jvm``."""
+    named = os.environ.get(ARCHIVE_DIR_ENV)
+    return Path(named) if named else default_cache_dir() / "jvm"
+
+
+def archive_enabled() -> bool:
+    """False when ``$STREAM_INCIDENT_CLASS_ARCHIVE`` turns the archive off."""
+    return os.environ.get(ARCHIVE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def archive_file(key: str | None = None) -> Path | None:
+    """This machine's archive file (whether or not it exists yet); None when Java or Spark is not found."""
+    key = key or archive_key()
+    return archive_dir() / f"classes-{key}.jsa" if key else None
+
+
+def class_archive_options() -> list[str]:
+    """JVM options that start an embedded driver with the archive, or ``[]`` when there is none to use."""
+    if not archive_enabled():
+        return []
+    final = archive_file()
+    return [f"-XX:SharedArchiveFile={final}"] if final is not None and final.is_file() else []
