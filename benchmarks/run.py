@@ -482,12 +482,14 @@ def _verdict(figure, ok: bool, at_target_size) -> str:
 
 
 def class_archive_line(archive: dict | None) -> str:
+    """One sentence on whether the timed JVMs started with the class archive."""
     if not archive:
         return "Class archive: not recorded (results from before it existed)."
     if not archive.get("used"):
         return "Class archive: not used" + (f" ({archive['error']})." if archive.get("error") else ".")
-    return (f"Class archive: used by every JVM (`stream-incident warm-up`, untimed: "
-            f"{archive.get('warm_up_s', 0):.0f} s, a few seconds when it already existed).")
+    how = (f"built by `stream-incident warm-up` before the run, untimed ({archive.get('warm_up_s', 0):.0f} s)"
+           if archive.get("built_now") else "built before this run")
+    return f"Class archive: used by every JVM ({how})."
 
 
 def render_markdown(res: dict) -> str:
@@ -524,12 +526,14 @@ def prepare_class_archive(off: bool) -> dict:
         os.environ[jvm.ARCHIVE_ENV] = "0"
         return {"used": False}
     os.environ[jvm.ARCHIVE_DIR_ENV] = str(jvm.archive_dir())
+    existed = bool(jvm.class_archive_options())
     t0 = time.perf_counter()
     built = subprocess.run([CLI, "warm-up", "--quiet"], capture_output=True, text=True)
     if built.returncode != 0:
         print(f"class archive not built: {built.stderr.strip()[-500:]}", file=sys.stderr, flush=True)
         return {"used": False, "error": built.stderr.strip()[-500:]}
-    return {"used": True, "path": built.stdout.strip(), "warm_up_s": time.perf_counter() - t0}
+    return {"used": True, "path": built.stdout.strip(), "built_now": not existed,
+            "warm_up_s": time.perf_counter() - t0}
 
 
 def save(res: dict, name: str) -> None:

@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Keep the parse cache of test runs away from the user's own cache.
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
+# No class archive for the test sessions unless a test asks for one (tests/test_jvm.py).
+os.environ["STREAM_INCIDENT_CLASS_ARCHIVE"] = "0"
+os.environ.pop("STREAM_INCIDENT_CLASS_ARCHIVE_DIR", None)
 SAMPLES = REPO / "sample_logs"
 #: Hand-built incident bundles (see tests/bundles/README.md).
 BUNDLES = REPO / "tests" / "bundles"

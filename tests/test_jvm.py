@@ -77,6 +77,7 @@ def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark) -> No
 def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
     monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    monkeypatch.delenv(jvm.ARCHIVE_DIR_ENV, raising=False)
     if jvm.archive_key() is None:
         pytest.skip("no java or no Spark jars to name an archive by")
     final = jvm.archive_file()
@@ -89,14 +90,18 @@ def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypa
     assert not any("SharedArchiveFile" in o for o in jvm.driver_java_options(None, archive=False))
     monkeypatch.setenv(jvm.ARCHIVE_ENV, "off")
     assert jvm.class_archive_options() == []
+    monkeypatch.delenv(jvm.ARCHIVE_ENV)
+    monkeypatch.setenv(jvm.ARCHIVE_DIR_ENV, str(tmp_path / "elsewhere"))
+    assert jvm.class_archive_options() == []  # kept elsewhere, and none there
 
 
-def _fake_warm_up(exit_status: int):
-    """A stand-in for the warm-up's JVM: writes the archive it is given, then exits with ``exit_status``."""
+def _fake_warm_up(exit_status: int, writes: bool = True, sleeps: float = 0):
+    """A stand-in for the warm-up's JVM: writes the archive it is given (unless not ``writes``), sleeps
+    ``sleeps`` seconds, then exits with ``exit_status``."""
     def command(partial: Path, samples_dir: Path, master: str = "local[2]") -> list[str]:
         assert sorted(p.name for p in samples_dir.iterdir()) == ["kafka-restore-skipped"]
-        script = f"import pathlib, sys; pathlib.Path({str(partial)!r}).write_bytes(b'archive'); sys.exit({exit_status})"
-        return [sys.executable, "-c", script]
+        write = f"pathlib.Path({str(partial)!r}).write_bytes(b'archive'); " if writes else ""
+        return [sys.executable, "-c", f"import pathlib, sys, time; {write}time.sleep({sleeps}); sys.exit({exit_status})"]
     return command
 
 
@@ -104,6 +109,8 @@ def test_a_warm_up_keeps_the_archive_only_when_its_jvm_exited_cleanly(monkeypatc
     from toolkit import warmup
 
     monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
+    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    monkeypatch.delenv(jvm.ARCHIVE_DIR_ENV, raising=False)
     if jvm.archive_key() is None:
         pytest.skip("no java or no Spark jars to name an archive by")
     final = jvm.archive_file()
@@ -121,6 +128,12 @@ def test_a_warm_up_keeps_the_archive_only_when_its_jvm_exited_cleanly(monkeypatc
     # a JVM that did not exit cleanly may have left half an archive: never kept, never mapped
     assert sorted(p.name for p in final.parent.iterdir()) == ["warm-up.log"]
     assert jvm.class_archive_options() == []
+    for fake, message in ((_fake_warm_up(0, writes=False), "wrote no archive"),
+                          (_fake_warm_up(0, sleeps=60), "timed out")):
+        monkeypatch.setattr(warmup, "warm_up_command", fake)
+        with pytest.raises(warmup.ArchiveError, match=message):
+            warmup.build(["kafka-restore-skipped"], timeout_s=3)
+        assert sorted(p.name for p in final.parent.iterdir()) == ["warm-up.log"]
 
     monkeypatch.setattr(warmup, "warm_up_command", _fake_warm_up(0))
     assert warmup.build(["kafka-restore-skipped"]) == final and final.read_bytes() == b"archive"
@@ -141,12 +154,15 @@ print(spark.range(3).count())
 """
 
 
+@pytest.mark.timeout(1500)
 def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(monkeypatch, tmp_path: Path) -> None:
-    """A real warm-up (spark-submit, one sample), then a fresh driver JVM started with -Xshare:on."""
+    """A real warm-up (spark-submit, one sample), then a fresh driver JVM started with -Xshare:on that
+    loads thousands of classes from the archive."""
     from toolkit import warmup
 
     monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
+    monkeypatch.delenv(jvm.ARCHIVE_DIR_ENV, raising=False)
     if jvm.archive_key() is None:
         pytest.skip("no java or no Spark jars to name an archive by")
     final = warmup.build(["kafka-restore-skipped"], timeout_s=600)
@@ -154,11 +170,26 @@ def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(monkeypatch, t
     env.pop("SPARK_REMOTE", None)
     assert final.stat().st_size > 10 * 2**20 and [p.suffix for p in final.parent.glob("classes-*")] == [".jsa"]
     check = [sys.executable, "-c", _MAPS_ARCHIVE]
-    mapped = subprocess.run(check, env=env, capture_output=True, text=True, timeout=300)
+    loads = tmp_path / "class-load.txt"
+    mapped = subprocess.run([*check, f"-Xlog:class+load=info:file={loads}"], env=env, capture_output=True, text=True,
+                            timeout=300)
     assert mapped.returncode == 0 and mapped.stdout.strip().splitlines()[-1] == "3", mapped.stderr[-2000:]
+    # "(top)": the archive the warm-up wrote, on top of the JDK's own
+    assert loads.read_text().count("source: shared objects file (top)") > 1000
     # the control: the same start with an archive that is not a valid one fails
     bogus = tmp_path / "bogus.jsa"
     bogus.write_bytes(b"not an archive")
     refused = subprocess.run([*check, f"-XX:SharedArchiveFile={bogus}"], env=env, capture_output=True, text=True,
                              timeout=300)
     assert refused.returncode != 0
+
+
+def test_warm_up_without_java_says_why_and_exits_3(monkeypatch, tmp_path: Path, capsys) -> None:
+    from toolkit.cli import main
+
+    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    assert main(["warm-up", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("stream-incident: cannot identify the Java build") and "JAVA_HOME" in err
+    assert not (tmp_path / "jvm").exists()

@@ -109,20 +109,24 @@ def _free_port() -> int:
 
 
 def _spark_home() -> Path:
-    import pyspark
+    """The Spark installation the server runs from: the one the class archive is keyed by."""
+    from toolkit.jvm import spark_home
 
-    return Path(pyspark.__file__).resolve().parent
+    home = spark_home()
+    if home is None:
+        raise RuntimeError("no Spark installation found (install pyspark or set SPARK_HOME)")
+    return home
 
 
 def server_command(port: int, master: str, driver_memory: str) -> list[str]:
     """The ``spark-submit`` command line of a loopback-only Connect server with the toolkit's settings."""
     from toolkit.jvm import class_archive_options
-    from toolkit.spark import session_settings
+    from toolkit.spark import quote_java_option, session_settings
 
     settings = session_settings(master, {"spark.driver.memory": driver_memory})
     # The same jars as an embedded driver: the machine's class archive (if built) starts it faster too.
     settings["spark.driver.extraJavaOptions"] = " ".join(
-        [settings.get("spark.driver.extraJavaOptions", ""), *class_archive_options()]).strip()
+        [settings.get("spark.driver.extraJavaOptions", ""), *map(quote_java_option, class_archive_options())]).strip()
     settings.update({
         "spark.connect.grpc.binding.address": LOOPBACK,
         "spark.connect.grpc.binding.port": str(port),

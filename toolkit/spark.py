@@ -52,8 +52,9 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "0") not in ("", "0")
 
 
-def _quoted(value: str) -> str:
-    # Spark splits Java options on blanks but keeps double-quoted words together.
+def quote_java_option(value: str) -> str:
+    """``value`` quoted for ``spark.driver.extraJavaOptions`` when it holds blanks (Spark splits the
+    options on blanks but keeps double-quoted words together)."""
     return f'"{value}"' if any(c.isspace() for c in value) else value
 
 
@@ -61,8 +62,8 @@ def _java_options(log_file: Path) -> str:
     """Driver JVM options: UTC, and log4j2 writing to ``log_file`` (console only when verbose)."""
     return " ".join([
         "-Duser.timezone=UTC",
-        _quoted(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
-        _quoted(f"-Dstream_incident.log_file={log_file}"),
+        quote_java_option(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
+        quote_java_option(f"-Dstream_incident.log_file={log_file}"),
         f"-Dstream_incident.console_level={'warn' if verbose() else 'off'}",
     ])
 
@@ -247,7 +248,7 @@ def get_spark(
             spark = SparkSession.builder.remote(url).getOrCreate()
             apply_runtime_settings(spark.conf, connect_settings(conf))
             return spark
-        java = " ".join([java, *map(_quoted, jvm.driver_java_options(input_bytes))])
+        java = " ".join([java, *map(quote_java_option, jvm.driver_java_options(input_bytes))])
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in session_settings(url, {"spark.driver.extraJavaOptions": java, **(conf or {})}).items():
             builder = builder.config(key, value)

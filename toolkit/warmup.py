@@ -14,19 +14,25 @@ Spark installation:
 
 Later embedded drivers (:func:`toolkit.jvm.driver_java_options`) start with ``-XX:SharedArchiveFile``
 when the archive exists (``toolkit.jvm`` finds it; ``STREAM_INCIDENT_CLASS_ARCHIVE=0`` leaves it unused).
-The archive lives in ``<cache>/jvm`` (about 200 MB) and is safe to delete.
+The archive lives in ``<cache>/jvm`` (about 190 MB) and is safe to delete.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
+
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    # Run as a script by spark-submit: the package's own folder must not hide top-level modules
+    # (``toolkit/regex.py`` would stand in for the ``regex`` package).
+    del sys.path[0]
 
 from toolkit.jvm import archive_file, archive_key, driver_java_options, spark_home
 from toolkit.shipped import IMPORT_ROOT
@@ -57,13 +63,13 @@ def _remove_stale(directory: Path, key: str) -> None:
 
 def warm_up_command(partial: Path, samples_dir: Path, master: str = "local[2]") -> list[str]:
     """The ``spark-submit`` command line of the warm-up run that writes the archive into ``partial``."""
-    from toolkit.spark import session_settings
+    from toolkit.spark import quote_java_option, session_settings
 
     home = spark_home()
     if home is None:
         raise ArchiveError("no Spark installation found (install pyspark or set SPARK_HOME)")
-    java = " ".join(["-Duser.timezone=UTC", *driver_java_options(0, archive=False),
-                     f"-XX:ArchiveClassesAtExit={partial}"])
+    java = " ".join(map(quote_java_option, ["-Duser.timezone=UTC", *driver_java_options(0, archive=False),
+                                            f"-XX:ArchiveClassesAtExit={partial}"]))
     settings = session_settings(master, {"spark.driver.extraJavaOptions": java})
     cmd = [str(home / "bin" / "spark-submit"), "--master", master, "--name", "stream-incident-warm-up",
            "--driver-memory", settings.pop("spark.driver.memory", "1g")]
@@ -82,7 +88,8 @@ def build(samples: Sequence[str] = WARM_UP_SAMPLES, *, master: str = "local[2]",
     key = archive_key()
     final = archive_file(key)
     if key is None or final is None:
-        raise ArchiveError("cannot identify the Java build and the Spark jars (is java on PATH and pyspark installed?)")
+        raise ArchiveError("cannot identify the Java build and the Spark jars (java on PATH or JAVA_HOME, and pyspark "
+                           "installed or SPARK_HOME, are needed)")
     if final.is_file() and not rebuild:
         say(f"the class archive is already built: {final}")
         return final
@@ -96,24 +103,37 @@ def build(samples: Sequence[str] = WARM_UP_SAMPLES, *, master: str = "local[2]",
     with tempfile.TemporaryDirectory(prefix="stream-incident-warm-up-") as scratch:
         samples_dir = Path(scratch) / "samples"
         write_samples(samples_dir, list(samples))
+        # This interpreter runs the job (a user's PYSPARK_DRIVER_PYTHON may name a notebook front end).
         env = {**os.environ, "SPARK_HOME": str(spark_home()), "PYSPARK_PYTHON": sys.executable,
+               "PYSPARK_DRIVER_PYTHON": sys.executable,
                "PYTHONPATH": os.pathsep.join(filter(None, [str(IMPORT_ROOT), os.environ.get("PYTHONPATH")])),
                "STREAM_INCIDENT_CACHE": str(Path(scratch) / "cache")}
-        for name in ("SPARK_REMOTE", "SPARK_MASTER", "SPARK_CONNECT_MODE_ENABLED", "PYSPARK_SUBMIT_ARGS"):
+        for name in ("SPARK_REMOTE", "SPARK_MASTER", "SPARK_CONNECT_MODE_ENABLED", "PYSPARK_SUBMIT_ARGS",
+                     "PYSPARK_DRIVER_PYTHON_OPTS"):
             env.pop(name, None)
         say(f"analysing {len(samples)} sample bundle(s) in a JVM that writes the class archive as it exits")
         started = time.monotonic()
         with log.open("wb") as out:
             try:
-                done = subprocess.run(warm_up_command(partial, samples_dir, master), stdout=out,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=scratch,
-                                      timeout=timeout_s)
-                status = done.returncode
+                # A session of its own: on a timeout the JVM and the Python it started are stopped together.
+                proc = subprocess.Popen(warm_up_command(partial, samples_dir, master), stdout=out,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=scratch,
+                                        start_new_session=True)
+            except OSError as exc:
+                raise ArchiveError(f"cannot run spark-submit: {exc}") from exc
+            try:
+                status = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
                 status = None
     kept = status == 0 and partial.is_file() and partial.stat().st_size > 0
     if kept:
-        os.replace(partial, final)
+        try:
+            os.replace(partial, final)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise ArchiveError(f"cannot put the class archive in place: {exc}") from exc
     else:
         partial.unlink(missing_ok=True)
         what = ("timed out" if status is None else f"exited with status {status}" if status
@@ -126,11 +146,13 @@ def build(samples: Sequence[str] = WARM_UP_SAMPLES, *, master: str = "local[2]",
 
 def _warm_up(samples_dir: Path) -> int:
     """Inside the warm-up JVM's Python: analyse each sample bundle (the classes this loads are archived)."""
+    from pyspark.sql import SparkSession
+
     from toolkit.options import AnalysisOptions
     from toolkit.pipeline import run
-    from toolkit.spark import get_spark
 
-    spark = get_spark()
+    # The session spark-submit started, with the master and settings it was given (see warm_up_command).
+    spark = SparkSession.builder.getOrCreate()
     with tempfile.TemporaryDirectory(prefix="stream-incident-warm-up-out-") as out:
         for bundle in sorted(p for p in samples_dir.iterdir() if p.is_dir()):
             investigation = run(spark, bundle, Path(out) / bundle.name, AnalysisOptions(use_cache=False))
