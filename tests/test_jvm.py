@@ -74,14 +74,21 @@ def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark) -> No
             conf.unset(key)
 
 
-def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypatch, tmp_path: Path) -> None:
+@pytest.fixture
+def archive_cache(monkeypatch, tmp_path: Path) -> Path:
+    """A cache folder of the test's own, with the class archive turned on and kept in it (skips when no Java
+    build or Spark jars can name an archive)."""
     monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
     monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
     monkeypatch.delenv(jvm.ARCHIVE_DIR_ENV, raising=False)
     if jvm.archive_key() is None:
         pytest.skip("no java or no Spark jars to name an archive by")
+    return tmp_path
+
+
+def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypatch, archive_cache: Path) -> None:
     final = jvm.archive_file()
-    assert final.parent == tmp_path / "jvm" and jvm.archive_key() in final.name
+    assert final.parent == archive_cache / "jvm" and jvm.archive_key() in final.name
     assert jvm.class_archive_options() == []  # none built yet: nothing to map
     final.parent.mkdir()
     final.write_bytes(b"archive")
@@ -91,7 +98,7 @@ def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypa
     monkeypatch.setenv(jvm.ARCHIVE_ENV, "off")
     assert jvm.class_archive_options() == []
     monkeypatch.delenv(jvm.ARCHIVE_ENV)
-    monkeypatch.setenv(jvm.ARCHIVE_DIR_ENV, str(tmp_path / "elsewhere"))
+    monkeypatch.setenv(jvm.ARCHIVE_DIR_ENV, str(archive_cache / "elsewhere"))
     assert jvm.class_archive_options() == []  # kept elsewhere, and none there
 
 
@@ -105,14 +112,9 @@ def _fake_warm_up(exit_status: int, writes: bool = True, sleeps: float = 0):
     return command
 
 
-def test_a_warm_up_keeps_the_archive_only_when_its_jvm_exited_cleanly(monkeypatch, tmp_path: Path) -> None:
+def test_a_warm_up_keeps_the_archive_only_when_its_jvm_exited_cleanly(monkeypatch, archive_cache: Path) -> None:
     from toolkit import warmup
 
-    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path))
-    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
-    monkeypatch.delenv(jvm.ARCHIVE_DIR_ENV, raising=False)
-    if jvm.archive_key() is None:
-        pytest.skip("no java or no Spark jars to name an archive by")
     final = jvm.archive_file()
     final.parent.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -155,16 +157,11 @@ print(spark.range(3).count())
 
 
 @pytest.mark.timeout(1500)
-def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(monkeypatch, tmp_path: Path) -> None:
+def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(archive_cache: Path, tmp_path: Path) -> None:
     """A real warm-up (spark-submit, one sample), then a fresh driver JVM started with -Xshare:on that
     loads thousands of classes from the archive."""
     from toolkit import warmup
 
-    monkeypatch.setenv("STREAM_INCIDENT_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(jvm.ARCHIVE_ENV, raising=False)
-    monkeypatch.delenv(jvm.ARCHIVE_DIR_ENV, raising=False)
-    if jvm.archive_key() is None:
-        pytest.skip("no java or no Spark jars to name an archive by")
     final = warmup.build(["kafka-restore-skipped"], timeout_s=600)
     env = {**os.environ}
     env.pop("SPARK_REMOTE", None)
