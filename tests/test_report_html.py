@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import struct
@@ -9,6 +10,7 @@ import subprocess
 import zlib
 from pathlib import Path
 
+import altair as alt
 import nbformat
 import pandas as pd
 import pytest
@@ -299,13 +301,79 @@ def test_a_failing_chart_leaves_the_rest_of_the_report(analysis_of, tmp_path, mo
         raise TypeError("'<' not supported between instances of 'NoneType' and 'str'")
 
     monkeypatch.setattr(viz, "offset_chart", broken)
-    sections.show_timeline(inv)
-    sections.show_findings(inv)
+    with inline_svg_charts():
+        sections.show_timeline(inv)
+        sections.show_findings(inv)
     errors = [o.data for o in shown if isinstance(o, HTML) and "section-error" in o.data]
     assert errors and all(e.count("\n") == 0 for e in errors)
     assert any("Offsets" in e and "TypeError" in e for e in errors)
-    charts = [o for o in shown if hasattr(o, "to_dict")]
+    charts = [o for o in shown if "image/svg+xml" in (getattr(o, "_repr_mimebundle_", dict)() or {})]
     assert len(charts) >= 3, "the threads, tasks and rebalance charts are still drawn"
+
+
+@contextlib.contextmanager
+def inline_svg_charts():
+    """The SVG renderer for the block (the notebook's ``charts="svg"``), the previous one afterwards."""
+    previous = alt.renderers.active
+    viz.use_charts("svg")
+    try:
+        yield
+    finally:
+        alt.renderers.enable(previous)
+
+
+def _chart(field: str):
+    return alt.Chart(pd.DataFrame({field: [1, 2, 3]})).mark_point().encode(x=alt.X(field, type="quantitative"))
+
+
+class _UndrawableChart(alt.Chart):
+    def _repr_mimebundle_(self, *args, **kwargs):
+        raise ValueError("the renderer failed")
+
+
+def test_charts_are_drawn_ahead_but_shown_in_the_order_given():
+    """With a renderer that gives finished text, charts are drawn on a thread and everything still
+    comes out in the order it was given; a chart that cannot be drawn leaves one line in its place."""
+    from IPython.display import HTML
+
+    from toolkit.report import sections
+
+    shown: list = []
+    with inline_svg_charts():
+        with sections.ordered_display(shown.append) as display:
+            display(HTML("<h3>first</h3>"))
+            display(_chart("a"))
+            display(HTML("<h3>second</h3>"))
+            display(_UndrawableChart(pd.DataFrame({"b": [1]}), mark="point"))
+            display(_chart("c"))
+            assert shown == [], "nothing is shown before the block ends"
+    assert [type(o).__name__ for o in shown] == ["HTML", "_Rendered", "HTML", "HTML", "_Rendered"]
+    first, failed, last = shown[1], shown[3], shown[4]
+    first_svg = first._repr_mimebundle_()["image/svg+xml"]
+    assert first_svg.startswith("<svg") and ">a</text>" in first_svg
+    assert ">c</text>" in last._repr_mimebundle_()["image/svg+xml"]
+    assert repr(first).startswith("alt.Chart")
+    assert "section-error" in failed.data
+    assert "a chart could not be drawn: ValueError: the renderer failed" in failed.data
+
+
+def test_widget_charts_are_shown_as_given():
+    """A renderer that is not finished text (a widget) keeps the chart object itself, in order."""
+    from IPython.display import HTML
+
+    from toolkit.report import sections
+
+    previous = alt.renderers.active
+    alt.renderers.enable("default")
+    try:
+        shown: list = []
+        chart = _chart("a")
+        with sections.ordered_display(shown.append) as display:
+            display(chart)
+            display(HTML("<p>after</p>"))
+    finally:
+        alt.renderers.enable(previous)
+    assert shown[0] is chart and isinstance(shown[1], HTML)
 
 
 def test_report_command_says_one_sentence_for_a_missing_bundle(tmp_path, capsys):

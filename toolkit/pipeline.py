@@ -80,7 +80,7 @@ def _one_partition(df: DataFrame, small: bool) -> DataFrame:
 
 def classify_records(spark: SparkSession, records: DataFrame, out: Path, progress: Progress | None = None,
                      cache: ParseCache | None = None, file_keys: list[str] | None = None, *, shapes: bool = True,
-                     small: bool = False, tiny: bool = False) -> tuple[DataFrame, DataFrame]:
+                     small: bool = False, tiny: bool = False) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Write ``events.parquet`` (classified, run-tagged), ``config.parquet`` and ``run_bounds.parquet`` (first
     and last line of each process run among all records), and with ``shapes`` ``unknown_shapes.parquet``.
 
@@ -89,6 +89,7 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
     kept apart: a ``detect`` run does not derive them, a later ``parse`` of the same bundle does).
     ``small``: the input is small (:func:`toolkit.jvm.is_small`), its tables are queried as one partition;
     ``tiny``: at most :data:`ONE_TASK_CLASSIFY_BYTES`, its records are classified as one partition too.
+    Returns the events, configuration and run-bounds tables, read back with their known schemas.
     """
     say = progress or (lambda _m: None)
     paths = _table_paths(out, DERIVED_TABLES)
@@ -112,8 +113,9 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
             cache.store_derived(kept, paths, schemas)
         if kept_shapes is not None:
             cache.store_derived(kept_shapes, shape_path, schemas)
-    return (_read(spark, paths["events"], schemas["events"], small),
-            _read(spark, paths["config"], schemas["config"], small))
+    events, config, bounds = (_read(spark, paths[name], schemas[name], small)
+                              for name in ("events", "config", "run_bounds"))
+    return events, config, bounds
 
 
 def _read(spark: SparkSession, path: str, schema: StructType, small: bool = False) -> DataFrame:
@@ -132,6 +134,8 @@ class Parsed:
     events: DataFrame
     config: DataFrame
     out_dir: Path
+    #: Each process run's first and last line among all records (``run_bounds.parquet``).
+    run_bounds: DataFrame | None = None
     #: The input is small (:func:`toolkit.jvm.is_small`): later stages query its tables as one partition.
     small: bool = False
 
@@ -160,10 +164,11 @@ def parse(
                                            work_dir=options.work_dir, progress=say, cache=cache,
                                            redact=options.redact)
     small = is_small(size)
-    events, config = classify_records(spark, records, out, progress=say, cache=cache, file_keys=report.file_keys,
-                                      shapes=shapes, small=small, tiny=small and size <= ONE_TASK_CLASSIFY_BYTES)
+    events, config, bounds = classify_records(spark, records, out, progress=say, cache=cache,
+                                              file_keys=report.file_keys, shapes=shapes, small=small,
+                                              tiny=small and size <= ONE_TASK_CLASSIFY_BYTES)
     return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out,
-                  small=small)
+                  run_bounds=bounds, small=small)
 
 
 def _bundle_paths(bundle: Bundle | Path | str | list) -> list:
@@ -198,10 +203,7 @@ def analyse(
         timeline = _cached_timeline(spark, events, state, config, out, cache, report, say, small)
     if timeline is None:
         say("reconstructing the timeline")
-        bounds_path = out / "run_bounds.parquet"
-        bounds = (_one_partition(spark.read.parquet(str(bounds_path.resolve())), small) if bounds_path.exists()
-                  else None)
-        timeline = build_timeline(events, state, config, bounds)
+        timeline = build_timeline(events, state, config, parsed.run_bounds)
         if write_timeline:
             write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
             timeline = _reload(spark, timeline, out, small)

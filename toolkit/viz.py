@@ -1212,9 +1212,12 @@ def chart_html(chart: alt.TopLevelMixin) -> str:
             f'<!-- {html_lib.escape(str(spec.get("title", "")))[:80]} -->')
 
 
+@functools.cache
 def vega_runtime_html() -> str:
     """One ``<script type="module">`` with Vega, Vega-Lite and vega-embed inlined (from vl-convert) that
-    renders every chart spec on the page and hides its static SVG once the live chart is drawn."""
+    renders every chart spec on the page and hides its static SVG once the live chart is drawn.
+
+    Bundling takes a second or two and gives the same text every time in a process: it is kept."""
     import vl_convert as vlc
     from altair.utils._importers import vl_version_for_vl_convert
 
@@ -1238,6 +1241,12 @@ for (const node of document.querySelectorAll("script.%s")) {
 
 def _html_renderer(spec: dict, **_kwargs) -> dict:
     return {"text/html": chart_html(alt.Chart.from_dict(spec))}
+
+
+def renders_offline() -> bool:
+    """True when the active chart renderer gives finished text (inline SVG or the report's HTML), which
+    can be made on another thread; False for a widget, which belongs to the kernel's own thread."""
+    return alt.renderers.active in ("svg", HTML_RENDERER)
 
 
 def use_inline_svg() -> None:

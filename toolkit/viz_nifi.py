@@ -16,7 +16,7 @@ Charts, per node:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import altair as alt
 import pandas as pd
@@ -190,11 +190,16 @@ TITLES = {"nifi_repositories": "NiFi repositories: checkpoints, restores and res
           "nifi_state": "NiFi component state before and after each change"}
 
 
-def show_nifi_sections(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None, tz: str = "UTC") -> None:
-    """Notebook/report helper: each NiFi chart under its heading, the state table next to the state chart."""
+def show_nifi_sections(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None, tz: str = "UTC",
+                       display: Callable[..., Any] | None = None) -> None:
+    """Notebook/report helper: each NiFi chart under its heading, the state table next to the state chart
+    (``display``: where they go, IPython's ``display`` unless given)."""
     import html
 
-    from IPython.display import HTML, display
+    from IPython.display import HTML
+    from IPython.display import display as ipython_display
+
+    display = display or ipython_display
 
     for name, chart in nifi_charts(tl, hosts=hosts, window=window, tz=tz).items():
         display(HTML(f"<h3>{html.escape(TITLES.get(name, name))}</h3>"))

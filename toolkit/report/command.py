@@ -17,13 +17,14 @@ import argparse
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
 from toolkit.options import AnalysisOptions, add_analysis_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
-from toolkit.report.export import export_html
+from toolkit.report.export import export_html, prepare_export
 from toolkit.report.investigation import LOG_DIR
 from toolkit.report.parameters import ParameterError, _fmt, validate_parameters
 from toolkit.report.runner import ReportError, ReportFiles, execute_notebook
@@ -72,8 +73,10 @@ def make_report(
                   "spark_master": params.spark_master, "spark_remote": params.spark_remote,
                   "timezone": params.timezone, "charts": "html", "view": params.view,
                   **params.options.as_parameters()}
-    executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,
-                                log_dir=out / LOG_DIR, verbose=verbose)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="export") as ahead:
+        ahead.submit(prepare_export)  # the kernel works meanwhile; the export then starts ready
+        executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,
+                                    log_dir=out / LOG_DIR, verbose=verbose)
     started = time.monotonic()
     html_path = export_html(executed, out / "report.html", title=f"Incident report: {params.bundle.name}")
     say(f"wrote report.html ({html_path.stat().st_size / 1e6:.1f} MB, charts and their JavaScript inline) "

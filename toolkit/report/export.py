@@ -36,6 +36,22 @@ def external_references(page: str) -> list[str]:
     return [page[max(m.start() - 40, 0):m.end() + 60] for m in EXTERNAL_REFERENCE.finditer(page)]
 
 
+def prepare_export() -> None:
+    """Load what :func:`export_html` needs (nbconvert, the inline Vega runtime) ahead of time.
+
+    ``stream-incident report`` runs this on a thread while the notebook runs in its kernel: it
+    takes a few seconds of one core, which are then off the end of the report. A failure here is
+    left for :func:`export_html` to meet again and report."""
+    try:
+        from nbconvert import HTMLExporter  # noqa: F401 - imported for its cost
+
+        from toolkit import viz
+
+        viz.vega_runtime_html()
+    except Exception:  # noqa: BLE001 - see above: export_html raises it with context
+        pass
+
+
 def export_html(notebook: Path, html_path: Path, title: str | None = None) -> Path:
     """Executed notebook -> self-contained HTML without code (no stderr noise, no network references)."""
     import nbformat

@@ -215,6 +215,83 @@ def show_chart(chart: Any, display: Display | None = None) -> None:
     (display or _display())(chart)
 
 
+class _Rendered:
+    """A chart's finished output: IPython shows it as it would have shown the chart."""
+
+    def __init__(self, bundle: Any, text: str) -> None:
+        self._bundle, self._text = bundle, text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        return self._bundle
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+class OrderedDisplay:
+    """A ``display`` that draws charts on a background thread while the caller goes on, and shows
+    everything in the order it was given once :meth:`flush` runs.
+
+    Turning a chart into SVG (vl-convert) takes about as long as the Spark queries behind the next
+    chart, and the two use different cores. Only renderers that return plain output (the report's
+    inline HTML and SVG) are drawn ahead; a widget is shown as usual, in its place in the order.
+    A chart that fails to draw shows one line, as :func:`section` would.
+    """
+
+    def __init__(self, display: Display | None = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from toolkit import viz
+
+        self._display = display or _display()
+        self._ahead = viz.renders_offline()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chart") if self._ahead else None
+        self._queue: list[Any] = []
+
+    def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> None:
+        import altair as alt
+
+        if self._pool is not None and isinstance(obj, alt.TopLevelMixin) and not args and not kwargs:
+            self._queue.append(self._pool.submit(lambda: _Rendered(obj._repr_mimebundle_(), repr(obj))))
+        else:
+            self._queue.append((obj, args, kwargs))
+
+    def flush(self) -> None:
+        """Show what was given so far, in order (waiting for charts still being drawn)."""
+        from concurrent.futures import Future
+
+        from IPython.display import HTML
+
+        queue, self._queue = self._queue, []
+        for item in queue:
+            if isinstance(item, Future):
+                try:
+                    self._display(item.result())
+                except Exception as exc:  # noqa: BLE001 - as section(): one bad chart must not lose the rest
+                    self._display(HTML(failure_html("a chart", exc)))
+            else:
+                obj, args, kwargs = item
+                self._display(obj, *args, **kwargs)
+
+    def close(self) -> None:
+        """Flush, then stop the drawing thread."""
+        try:
+            self.flush()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+
+
+@contextlib.contextmanager
+def ordered_display(display: Display | None = None) -> Iterator[OrderedDisplay]:
+    """An :class:`OrderedDisplay` for one notebook cell's sections, flushed when the block ends."""
+    ordered = OrderedDisplay(display)
+    try:
+        yield ordered
+    finally:
+        ordered.close()
+
+
 def show_verdict(inv: ReportView) -> None:
     """Display the verdict block (notebook helper)."""
     from IPython.display import HTML
@@ -242,12 +319,17 @@ def focus_of(inv: ReportView):
 
 
 def show_findings(inv: ReportView) -> None:
-    """One section per finding: its header, evidence table, playbook and the charts of its tasks."""
+    """One section per finding: its header, evidence table, playbook and the charts of its tasks. Charts are
+    drawn while the next one's data is queried (:class:`OrderedDisplay`)."""
+    with ordered_display() as display:
+        _draw_findings(inv, display)
+
+
+def _draw_findings(inv: ReportView, display: Display) -> None:
     from IPython.display import HTML
 
     from toolkit import viz
 
-    display = _display()
     if not inv.findings:
         display(HTML("<p>No findings.</p>"))
     tz = inv.params.timezone
@@ -282,12 +364,17 @@ TIMELINE_TITLES = {"threads": "Threads, rebalance generations and process ends",
 
 
 def show_timeline(inv: ReportView) -> None:
-    """Every timeline chart that applies to this bundle, each drawn on its own (notebook helper)."""
+    """Every timeline chart that applies to this bundle, each drawn on its own (notebook helper). Charts are
+    drawn while the next one's data is queried (:class:`OrderedDisplay`)."""
+    with ordered_display() as display:
+        _draw_timeline(inv, display)
+
+
+def _draw_timeline(inv: ReportView, display: Display) -> None:
     from IPython.display import HTML
 
     from toolkit import viz
 
-    display = _display()
     inv.say("drawing the timeline charts")
     with section("the time range of the charts", display):
         focus = focus_of(inv)
@@ -310,7 +397,8 @@ def show_timeline(inv: ReportView) -> None:
     with section("the NiFi repository and state charts", display):
         from toolkit import viz_nifi  # NiFi repositories and component state, when the bundle has them
 
-        viz_nifi.show_nifi_sections(inv.timeline, hosts=inv.hosts, window=inv.window, tz=inv.params.timezone)
+        viz_nifi.show_nifi_sections(inv.timeline, hosts=inv.hosts, window=inv.window, tz=inv.params.timezone,
+                                    display=display)
 
 
 def appendix_tables(inv: ReportView, limit: int = 200) -> dict[str, pd.DataFrame]:
