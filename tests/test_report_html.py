@@ -346,15 +346,32 @@ def test_charts_are_drawn_ahead_but_shown_in_the_order_given():
             display(HTML("<h3>second</h3>"))
             display(_UndrawableChart(pd.DataFrame({"b": [1]}), mark="point"))
             display(_chart("c"))
+            display(_UndrawableChart(pd.DataFrame({"b": [1]}), mark="point", title="Lock hand-offs"))
             assert shown == [], "nothing is shown before the block ends"
-    assert [type(o).__name__ for o in shown] == ["HTML", "_Rendered", "HTML", "HTML", "_Rendered"]
-    first, failed, last = shown[1], shown[3], shown[4]
+    assert [type(o).__name__ for o in shown] == ["HTML", "_Rendered", "HTML", "HTML", "_Rendered", "HTML"]
+    first, failed, last, titled = shown[1], shown[3], shown[4], shown[5]
     first_svg = first._repr_mimebundle_()["image/svg+xml"]
     assert first_svg.startswith("<svg") and ">a</text>" in first_svg
     assert ">c</text>" in last._repr_mimebundle_()["image/svg+xml"]
     assert repr(first).startswith("alt.Chart")
     assert "section-error" in failed.data
     assert "a chart could not be drawn: ValueError: the renderer failed" in failed.data
+    assert "the chart \u201cLock hand-offs\u201d could not be drawn: ValueError" in titled.data
+
+
+def test_a_cell_without_charts_starts_no_drawing_thread():
+    import threading
+
+    from IPython.display import HTML
+
+    from toolkit.report import sections
+
+    shown: list = []
+    with inline_svg_charts():
+        with sections.ordered_display(shown.append) as display:
+            display(HTML("<p>text only</p>"))
+            assert not [t for t in threading.enumerate() if t.name.startswith("chart_")]
+    assert [o.data for o in shown] == ["<p>text only</p>"]
 
 
 def test_widget_charts_are_shown_as_given():

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import functions as F
 
-from toolkit.sqltext import sql_in, sql_list, sql_str
+from toolkit.sqltext import earliest, sql_in, sql_list, sql_str
 
 VALUES = [
     "", "plain", "it's", "''", "\\", "ends with a backslash \\", "\\'", "'\\", "C:\\tmp\\new", "\\n is not a newline",
@@ -38,3 +39,21 @@ def test_in_lists(spark):
                                          ("${x}", "'\\u0024{x}'"), ("$1", "'$1'")])
 def test_the_quoting_is_readable(value, text):
     assert sql_str(value) == text
+
+
+def test_earliest_takes_the_first_non_null_value_in_log_order_whatever_the_row_order(spark):
+    from datetime import datetime
+
+    at = [datetime(2026, 3, 7, 9, 0, s) for s in range(4)]
+    rows = [  # (group, ts, source, line_no, value), listed latest first
+        ("a", at[3], "b.log", 1, "late"), ("a", at[1], "b.log", 9, "second file, same second"),
+        ("a", at[1], "a.log", 9, None), ("a", at[1], "a.log", 12, "first"), ("a", at[0], "a.log", 3, None),
+        ("b", at[2], "a.log", 1, None), ("c", at[2], "a.log", 5, "only"),
+    ]
+    df = spark.createDataFrame(rows, "g string, ts timestamp, source string, line_no long, v string")
+    for shuffled in (df.coalesce(1), df.repartition(3, "line_no"), df.orderBy("line_no")):
+        got = {r.g: r.v for r in shuffled.groupBy("g").agg(F.expr(earliest("v")).alias("v")).collect()}
+        assert got == {"a": "first", "b": None, "c": "only"}
+    # the order can be given: by line number alone, "late" (line 1) comes first
+    assert df.where("g = 'a'").agg(F.expr(earliest("v", "line_no, source")).alias("v")).first().v == "late"
+

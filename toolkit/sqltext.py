@@ -29,3 +29,17 @@ def sql_in(column: str, values: Iterable[str]) -> str:
     """``column IN ('a', 'b')`` as Spark SQL; ``FALSE`` for no values."""
     listed = sql_list(values)
     return f"{column} IN ({listed})" if listed else "FALSE"
+
+
+#: The order that makes one row of a log the earliest: its time, then its place in the bundle.
+LOG_ORDER = "ts, source, line_no"
+
+
+def earliest(value: str, order: str = LOG_ORDER) -> str:
+    """SQL aggregate: ``value`` on the earliest row (by ``order``) where it is not null; null when none is.
+
+    ``first(value, true)`` would give whichever non-null value the aggregation happens to meet first,
+    which depends on how the rows were split into tasks: two runs on one bundle could then disagree.
+    """
+    return f"min_by({value}, CASE WHEN ({value}) IS NOT NULL THEN struct({order}) END)"
+

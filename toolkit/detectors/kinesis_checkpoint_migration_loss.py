@@ -297,7 +297,7 @@ class _TableFacts:
             return
         items = tl.state.dynamo_items.where(f"{sql_in('table', sorted(set(tables)))} AND kind = 'shard'")
         for r in all_rows(items.groupBy("table", "stream").agg(
-                F.count(F.lit(1)).alias("shards"), F.first("source").alias("source")), "streams of the tables"):
+                F.count(F.lit(1)).alias("shards"), F.min("source").alias("source")), "streams of the tables"):
             self.shards.setdefault(r.table, []).append(r)
         for found in self.shards.values():
             found.sort(key=lambda r: spark_order(r.stream))

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
+from toolkit.sqltext import earliest
 from toolkit.detectors.common import bounded, fmt_ts, known_bug_sentences, log_refs, missing_steps, run_versions
 
 ID = "lock-contention"
@@ -28,8 +29,8 @@ def lock_contention(tl) -> list[Finding]:
     failed = tl.locks.where(F.col("kind") == "failed")
     per_task = failed.groupBy("host", "run_id", "task_id").agg(
         F.count(F.lit(1)).alias("attempts"), F.min("ts").alias("first"), F.max("ts").alias("last"),
-        F.max("handoff_ms").alias("handoff_ms"), F.first("holder_thread", ignorenulls=True).alias("holder"),
-        F.first("thread", ignorenulls=True).alias("waiter"),
+        F.max("handoff_ms").alias("handoff_ms"), F.expr(earliest("holder_thread")).alias("holder"),
+        F.expr(earliest("thread")).alias("waiter"),
         F.slice(F.array_sort(F.collect_list(F.struct("ts", "source", "line_no"))), 1, 3).alias("lines"))
     got = bounded(per_task, 200, order=["host", "first"])
     items = []

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from toolkit import utc
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
+from toolkit.sqltext import earliest
 from toolkit.detectors.common import evidence_at, fmt_int, fmt_ts, merge_evidence, missing_steps, rows
 
 ID = "nifi-component-state-reset"
@@ -34,7 +35,7 @@ def nifi_component_state_reset(tl) -> list[Finding]:
     groups = rows(resets.groupBy("host", "component_id").agg(
         F.min("ts").alias("first"), F.max("ts").alias("last"), F.collect_set("kind").alias("kinds"),
         F.max(F.when(F.col("origin") == "capture", 1).otherwise(0)).alias("from_capture"),
-        F.max("listing_before").alias("listing_before"), F.first("component_type", ignorenulls=True).alias("ctype"),
+        F.max("listing_before").alias("listing_before"), F.expr(earliest("component_type")).alias("ctype"),
     ), 30, order=["first", "host", "component_id"])
     findings = []
     for g in groups:

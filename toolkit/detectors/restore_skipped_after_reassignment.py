@@ -40,6 +40,7 @@ from toolkit.detectors.common import (
     run_rows,
 )
 from toolkit.detectors.preconditions import all_of, rows_in
+from toolkit.sqltext import earliest
 
 ID = "restore-skipped-after-reassignment"
 BUG = "KAFKA-7672"
@@ -73,7 +74,7 @@ def _with_owners(events, starts):
     """
     unnamed = starts.where("task_id IS NULL").select("host", "topic").distinct()
     owners = (events.where("task_id IS NOT NULL AND partition IS NOT NULL").join(unnamed, ["host", "topic"], "left_semi")
-              .groupBy("host", "topic", "partition").agg(F.first("task_id").alias("_owner")))
+              .groupBy("host", "topic", "partition").agg(F.expr(earliest("task_id")).alias("_owner")))
     return starts.join(owners, ["host", "topic", "partition"], "left").withColumn(
         "task_id", F.coalesce("task_id", "_owner")).drop("_owner")
 

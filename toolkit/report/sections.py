@@ -231,6 +231,15 @@ class _Rendered:
         return self._text
 
 
+def _chart_label(chart: Any) -> str:
+    """How a failure line names a chart: by its title when it has one."""
+    title = getattr(chart, "title", None)
+    text = title if isinstance(title, str) else getattr(title, "text", None)
+    if isinstance(text, (list, tuple)):
+        text = " ".join(map(str, text))
+    return f"the chart \u201c{text}\u201d" if isinstance(text, str) and text.strip() else "a chart"
+
+
 class OrderedDisplay:
     """A ``display`` that draws charts on a background thread while the caller goes on, and shows
     everything in the order it was given once :meth:`flush` runs.
@@ -246,14 +255,17 @@ class OrderedDisplay:
 
         self._display = display or _display()
         self._ahead = viz.renders_offline()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chart") if self._ahead else None
+        self._pool: ThreadPoolExecutor | None = None  # started with the first chart drawn ahead
         self._queue: list[Any] = []
 
     def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> None:
         import altair as alt
 
-        if self._pool is not None and isinstance(obj, alt.TopLevelMixin) and not args and not kwargs:
-            self._queue.append(self._pool.submit(lambda: _Rendered(obj._repr_mimebundle_(), repr(obj))))
+        if self._ahead and isinstance(obj, alt.TopLevelMixin) and not args and not kwargs:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chart")
+            drawn = self._pool.submit(lambda: _Rendered(obj._repr_mimebundle_(), repr(obj)))
+            self._queue.append((drawn, _chart_label(obj)))
         else:
             self._queue.append((obj, args, kwargs))
 
@@ -263,11 +275,12 @@ class OrderedDisplay:
 
         queue, self._queue = self._queue, []
         for item in queue:
-            if isinstance(item, Future):
+            if isinstance(item[0], Future):
+                drawn, label = item
                 try:
-                    self._display(item.result())
+                    self._display(drawn.result())
                 except Exception as exc:  # noqa: BLE001 - as section(): one bad chart must not lose the rest
-                    self._display(HTML(failure_html("a chart", exc)))
+                    self._display(HTML(failure_html(label, exc)))
             else:
                 obj, args, kwargs = item
                 self._display(obj, *args, **kwargs)

@@ -18,7 +18,7 @@ from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
-from toolkit.sqltext import sql_list, sql_str
+from toolkit.sqltext import earliest, sql_list, sql_str
 from toolkit.timeline.sql import conform, sql_map
 
 # --------------------------------------------------------------------------- helpers
@@ -84,7 +84,7 @@ def _run_settings(config: DataFrame) -> DataFrame:
     """Per run: the first value of each key of :data:`RUN_SETTINGS` in its configuration dump (one aggregation)."""
     keys = [key for key, _, _ in RUN_SETTINGS]
     return config.where(f"key IN ({sql_list(keys)})").groupBy("run_id").agg(*_exprs(*[
-        f"first(CASE WHEN key = {sql_str(key)} THEN value END, true) AS {col}" for key, col, _ in RUN_SETTINGS
+        f"{earliest(f'CASE WHEN key = {sql_str(key)} THEN value END')} AS {col}" for key, col, _ in RUN_SETTINGS
     ]))
 
 
@@ -103,6 +103,8 @@ def run_spans(events: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
     died = _is(THREAD_DIED)
     evidence = f"struct(ts, line_no, source, {FIRST_LINE} AS text)"
     banner = f"struct(version, source, line_no, {FIRST_LINE} AS text)"
+    app_banner = f"CASE WHEN event = 'APP_START' AND version IS NOT NULL THEN {banner} END"
+    nifi_banner = f"CASE WHEN event IN ('NIFI_STARTING', 'NIFI_STARTED') AND version IS NOT NULL THEN {banner} END"
     ev = events.where("run_no IS NOT NULL AND host IS NOT NULL").selectExpr(
         "*", f"{evidence} AS _evidence",
         # The bootstrap's lines speak about the application's run (launch, termination) but are not part of it.
@@ -113,9 +115,8 @@ def run_spans(events: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
         "first(app_id, true) AS app_id",
         "first(client_id, true) AS client_id",
         "first(process_id, true) AS process_id",
-        f"first(CASE WHEN event = 'APP_START' AND version IS NOT NULL THEN {banner} END, true) AS _banner",
-        f"first(CASE WHEN event IN ('NIFI_STARTING', 'NIFI_STARTED') AND version IS NOT NULL THEN {banner} END, true)"
-        " AS _nifi_banner",
+        f"{earliest(app_banner)} AS _banner",
+        f"{earliest(nifi_banner)} AS _nifi_banner",
         "coalesce(min(CASE WHEN _app THEN ts END), min(ts)) AS _ev_start",
         f"coalesce(max(CASE WHEN _app THEN {evidence} END), max({evidence})) AS _ev_last",
         f"max(CASE WHEN {clean} THEN _evidence END) AS _clean",
@@ -263,7 +264,7 @@ def generations(events: DataFrame) -> DataFrame:
                       " AND generation IS NOT NULL")
     g = ev.groupBy(*_exprs("coalesce(app_id, '?') AS group_id", "generation", "host", "run_id", "stream_thread")).agg(
         *_exprs(
-            "first(member_id, true) AS member_id",
+            f"{earliest('member_id')} AS member_id",
             "min(CASE WHEN event = 'REBALANCE_JOINED' THEN ts END) AS joined",
             "min(CASE WHEN event = 'REBALANCE_SYNCED' THEN ts END) AS synced",
             "min(CASE WHEN event = 'LEADER_ASSIGNMENT_DONE' THEN ts END) AS leader_assignment",
@@ -485,14 +486,16 @@ def restorations(events: DataFrame) -> DataFrame:
     from_scratch_line = ("(event IN ('CHECKPOINT_MISSING', 'CHECKPOINT_NONE')"
                          f" OR event = 'RESTORE_START' AND message RLIKE {sql_str(_FROM_BEGINNING)}"
                          " OR event = 'OFFSET_RESET' AND offset = 0)")
+    checkpoint_offset = "CASE WHEN event = 'CHECKPOINT_READ' THEN offset END"
+    restore_start_offset = "CASE WHEN event = 'RESTORE_START' THEN offset END"
     g = ev.groupBy("host", "run_id", "topic", "partition", "_episode").agg(*_exprs(
         "min(ts) AS start",
         "max(CASE WHEN _is_end = 1 THEN ts END) AS `end`",
-        "first(task_id, true) AS task_id",
-        "first(store, true) AS store",
-        "first(stream_thread, true) AS stream_thread",
-        "first(CASE WHEN event = 'CHECKPOINT_READ' THEN offset END, true) AS _ckpt",
-        "first(CASE WHEN event = 'RESTORE_START' THEN offset END, true) AS _start_off",
+        f"{earliest('task_id')} AS task_id",
+        f"{earliest('store')} AS store",
+        f"{earliest('stream_thread')} AS stream_thread",
+        f"{earliest(checkpoint_offset)} AS _ckpt",
+        f"{earliest(restore_start_offset)} AS _start_off",
         "max(CASE WHEN event IN ('RESTORE_TARGET', 'RESTORE_START') THEN end_offset END) AS end_offset",
         "max(CASE WHEN _is_end = 1 THEN records END) AS records",
         f"max(CAST({from_scratch_line} AS INT)) AS _scratch",
