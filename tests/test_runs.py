@@ -135,6 +135,22 @@ def test_a_jvm_start_up_lines_before_the_markers_open_the_new_run(spark):
     assert runs[0][2] == at(240) and runs[1][1] == at(300)
 
 
+def test_the_last_lines_of_a_close_on_main_stay_in_the_run_they_close(spark):
+    """KafkaStreams#close() called on `main` logs the client's last lines there, seconds before a restart's
+    banner: they end the old run (cleanly), the new run starts at its own start-up lines."""
+    src = "ledger-1/app.log"
+    lines = [*[dict(x, thread="main") for x in start(src, 1, 0)], dict(summary(src, 10, 120), thread=THREAD),
+             dict(line(src, 20, 1199.02, f"stream-client [{CLIENT}] State transition from RUNNING to PENDING_SHUTDOWN",
+                       "CLIENT_STATE", "ks.client.state", to_state="PENDING_SHUTDOWN"), thread="main"),
+             dict(app_line(src, 21, 1199.1), message=f"stream-thread [{THREAD}] Shutdown complete", thread=THREAD),
+             dict(line(src, 22, 1199.137, f"stream-client [{CLIENT}] Streams client stopped completely",
+                       "CLIENT_STOPPED", "ks.client.stopped"), thread="main"),
+             *[dict(x, thread="main") for x in start(src, 30, 1202.9)], dict(summary(src, 40, 1320), thread=THREAD)]
+    runs = runs_of(spark, lines)
+    assert [(n, kind) for n, _, _, kind, _, _ in runs] == [(1, "clean"), (2, "unknown")]
+    assert runs[0][2] == at(1199.137) and runs[1][1] == at(1202.9)
+
+
 def test_the_assignment_summaries_say_whether_a_cleaned_task_was_still_assigned(spark):
     """2.0: the close of a task that is not re-assigned is DEBUG; the next summary no longer lists it."""
     from toolkit.timeline.build import dir_cleanups, task_lifecycles

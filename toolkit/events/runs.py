@@ -30,6 +30,9 @@ _MARKER_KINDS = (
     (r"^stream-client \[[^\]]*\] ?State transition from CREATED to ", "created"),
     (r"^(?:Starting NiFi \S+ using Java |Launching NiFi\.\.\.)", "nifi"),
 )
+#: A Kafka Streams client's last lines of a run (after its client prefix).
+_CLIENT_STOP = (r"^(?:Streams client stopped|State transition from \w+ to (?:NOT_RUNNING|PENDING_SHUTDOWN)"
+                r"|Stopped Kafka Streams process)")
 #: The client prefix a ``Kafka version`` banner may carry.
 _CLIENT_PREFIX = r"^(?:stream-client \[[^\]]*\] ?)"
 
@@ -125,14 +128,17 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     main = (f"coalesce(lower(thread) IN ({sql_list(STARTUP_THREADS)}), false)"
             if "thread" in df.columns else "false")
     result = result.withColumn("_main", F.expr(f"{main} AND NOT {boot}"))
-    other = "NOT _main AND NOT _starts_run"
+    # A client's last lines ("Streams client stopped completely") may be on main too: they end the old
+    # run, and so do the main-thread lines before them.
+    stop = f"coalesce({body} RLIKE {sql_str(_CLIENT_STOP)}, false)"
+    other = f"(NOT _main OR {stop}) AND NOT _starts_run"
     next_start = f"last(CASE WHEN _starts_run THEN _order_ts END, true) OVER ({after})"
     next_other = f"last(CASE WHEN {other} THEN _order_ts END, true) OVER ({after})"
     next_start_row = f"last(CASE WHEN _starts_run THEN struct(_order_ts, source, line_no) END, true) OVER ({after})"
     next_other_row = f"last(CASE WHEN {other} THEN struct(_order_ts, source, line_no) END, true) OVER ({after})"
     soon = (f"({next_start} IS NOT NULL"
             f" AND CAST({next_start} AS DOUBLE) - CAST(_order_ts AS DOUBLE) <= {STARTUP_BURST_SECONDS})")
-    by_main_thread = _chain("AND", "_main", "NOT _starts_run", soon,
+    by_main_thread = _chain("AND", "_main", f"NOT {stop}", "NOT _starts_run", soon,
                             f"({next_other} IS NULL OR {next_other_row} >= {next_start_row})")
     # Layouts without a thread: the burst of lines right before the marker, after a silence, is the new JVM's.
     silence = (f"(CAST(_order_ts AS DOUBLE) - CAST(lag(_order_ts) OVER ({order}) AS DOUBLE))"
