@@ -15,6 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Keep the parse cache of test runs away from the user's own cache.
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
+# The engine's log of this test run, apart from other runs on the machine (two clones' suites at once).
+os.environ.setdefault("STREAM_INCIDENT_LOG_FILE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-spark-{os.getpid()}.log"))
 # No class archive for the test sessions unless a test asks for one (tests/test_jvm.py).
 os.environ["STREAM_INCIDENT_CLASS_ARCHIVE"] = "0"
 os.environ.pop("STREAM_INCIDENT_CLASS_ARCHIVE_DIR", None)

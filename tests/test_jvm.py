@@ -190,3 +190,20 @@ def test_warm_up_without_java_says_why_and_exits_3(monkeypatch, tmp_path: Path, 
     err = capsys.readouterr().err
     assert err.startswith("stream-incident: cannot identify the Java build") and "JAVA_HOME" in err
     assert not (tmp_path / "jvm").exists()
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, "default"), ("1", True), ("on", True), ("Yes", True), ("0", False), ("off", False), (" FALSE ", False),
+    ("no", False), ("", False)])
+def test_on_off_switches_read_the_same_words(monkeypatch, value, expected):
+    """The console-log switch and the class-archive switch accept the same words."""
+    from toolkit import spark
+
+    for name in (spark.VERBOSE_ENV, jvm.ARCHIVE_ENV):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    want_verbose, want_archive = (False, True) if expected == "default" else (expected, expected)
+    assert spark.verbose() is want_verbose
+    assert jvm.archive_enabled() is want_archive

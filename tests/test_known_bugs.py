@@ -86,6 +86,21 @@ def test_bad_versions_and_ranges_are_refused():
         parse_range(">=4.0,<3.0")
 
 
+@pytest.mark.parametrize("text", ["1" * 5000 + "!", "4" * 70, "2.8.0+", "3.7.1-.x"])
+def test_text_that_only_looks_like_a_version_is_refused(text):
+    """A garbled banner (a long run of digits, a separator with nothing after it) is not a version: the
+    refusal is a VersionError, and a digit is never moved from the number into a suffix (``2.8.0+`` is not
+    2.8 with suffix ``0+``)."""
+    with pytest.raises(VersionError):
+        parse_version(text)
+
+
+def test_versions_with_a_suffix_keep_all_their_numbers():
+    assert parse_version("2.8.0cp1").numbers == (2, 8, 0) and parse_version("2.8.0cp1").suffix == "cp1"
+    assert parse_version("3.7.1.ccs").numbers == (3, 7, 1)
+    assert parse_version("1.2.3.4.5").numbers == (1, 2, 3, 4) and parse_version("1.2.3.4.5").suffix == "5"
+
+
 def test_short_versions_cover_their_line():
     line = parse_range("==3.8")
     assert line.contains(parse_version("3.8.0").key) and line.contains(parse_version("3.8.9").key)

@@ -191,3 +191,27 @@ def test_the_timeline_refuses_events_that_carry_no_runs(spark):
     events = _frame(spark, _event_schema(), start("fraud-scoring-1/app.log", 1, 0)).drop("run_no", "run_id")
     with pytest.raises(ValueError, match="tag_runs"):
         build(events, state=None)
+
+
+def test_run_tagging_knows_every_client_stop_line_of_the_catalogue():
+    """The run tagging's stop phrases (matched on raw records, before any event exists) cover every catalogue
+    sample of a client stop, and no other client state change."""
+    import re
+
+    from toolkit.catalogue import load_templates
+    from toolkit.events.runs import _CLIENT_STOP
+
+    def body(sample: str) -> str:
+        return re.sub(r"^stream-client \[[^\]]*\] ?", "", sample)
+
+    stops, others = [], []
+    for template in load_templates():
+        if template.event == "CLIENT_STOPPED":
+            stops += template.samples
+        elif template.event == "CLIENT_STATE" and template.product == "kafka-streams":
+            for sample in template.samples:
+                target = re.search(r"to (\w+)$", sample)
+                (stops if target and target[1] in ("NOT_RUNNING", "PENDING_SHUTDOWN") else others).append(sample)
+    assert len(stops) >= 3 and others
+    assert [s for s in stops if not re.search(_CLIENT_STOP, body(s))] == []
+    assert [s for s in others if re.search(_CLIENT_STOP, body(s))] == []

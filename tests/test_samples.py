@@ -180,6 +180,26 @@ def test_version_quirks_are_respected():
     assert "Copied 4 checkpoint item(s) from [orders-consumer_migration] to [orders-consumer]" in ok
 
 
+CLIENT_NAME = re.compile(r"\b(?:stream-client|stream-thread) \[(?P<app>[\w.-]+?)-(?P<pid>[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})")
+
+
+def test_a_restarted_client_never_prints_the_previous_or_next_clients_id():
+    """Each Kafka process prints its own client id: once a restarted client's id appears in a host's log,
+    no line names the one before it (periodic lines are written after the story, for every run)."""
+    checked = 0
+    for name in SHIPPED:
+        for log in _log_files(SAMPLES / name):
+            seen: list[str] = []
+            for number, line in enumerate(log.read_text().splitlines(), 1):
+                for match in CLIENT_NAME.finditer(line):
+                    pid = match["pid"]
+                    if pid not in seen:
+                        seen.append(pid)
+                    assert pid == seen[-1], f"{log.relative_to(SAMPLES)}:{number} names {pid} after {seen[-1]}"
+                    checked += 1
+    assert checked > 1000  # the pattern does find client names in the Kafka samples
+
+
 def test_state_capture_checkpoint_mtime_is_restoration_completion():
     bundle = SAMPLES / "kafka-eos-stale-checkpoint"
     expected = json.loads((bundle / "EXPECTED.json").read_text())

@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolkit.shipped import default_cache_dir
+from toolkit.shipped import default_cache_dir, env_switch
 
 #: Set to ``0`` (or ``off``, ``false``, ``no``) to start embedded drivers without the class archive.
 ARCHIVE_ENV = "STREAM_INCIDENT_CLASS_ARCHIVE"
@@ -148,7 +148,7 @@ def archive_dir() -> Path:
 
 def archive_enabled() -> bool:
     """False when ``$STREAM_INCIDENT_CLASS_ARCHIVE`` turns the archive off."""
-    return os.environ.get(ARCHIVE_ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return env_switch(ARCHIVE_ENV, default=True)
 
 
 def archive_file(key: str | None = None) -> Path | None:

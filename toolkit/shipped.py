@@ -18,6 +18,17 @@ IMPORT_ROOT = PACKAGE_DIR.parent
 SHIPPED_FOLDERS = ("notebooks", "playbooks")
 
 
+#: Values that turn an on/off environment switch off (compared case-insensitively, blanks ignored).
+OFF_WORDS = ("", "0", "off", "false", "no")
+
+
+def env_switch(name: str, default: bool) -> bool:
+    """The on/off environment variable ``name``: ``default`` when unset; off for one of :data:`OFF_WORDS`,
+    on for any other value (``1``, ``on``, ``yes``...)."""
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() not in OFF_WORDS
+
+
 def shipped_file(relative: str | PurePosixPath) -> Path:
     """Local path of ``notebooks/<name>`` or ``playbooks/<name>`` (as findings and docs name them).
 

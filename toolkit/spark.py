@@ -23,6 +23,7 @@ from typing import Any, Iterator, Mapping
 from pyspark.sql import SparkSession
 
 from toolkit import jvm
+from toolkit.shipped import env_switch
 
 DEFAULT_MASTER = "local[*]"
 
@@ -46,13 +47,13 @@ _BASE_CONF: dict[str, str] = {
 LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2-quiet.properties"
 #: Where Spark's log goes when the caller names no file (``stream-incident`` commands name one in ``--out``).
 LOG_FILE_ENV = "STREAM_INCIDENT_LOG_FILE"
-#: Set (to anything but ``0``) to also show Spark's warnings on the console (``--verbose``).
+#: Set (to ``1``, ``on``, ``yes``...) to also show Spark's warnings on the console (``--verbose``).
 VERBOSE_ENV = "STREAM_INCIDENT_VERBOSE"
 
 
 def verbose() -> bool:
     """True when the user asked to see the engine's own log on the console."""
-    return os.environ.get(VERBOSE_ENV, "0") not in ("", "0")
+    return env_switch(VERBOSE_ENV, default=False)
 
 
 def quote_java_option(value: str) -> str:

@@ -21,7 +21,11 @@ Key = tuple
 LOWEST: Key = ()
 HIGHEST: Key = (float("inf"),)
 
-_VERSION_RE = re.compile(r"^\s*v?(?P<nums>\d+(?:\.\d+){0,3})(?:[-._+]?(?P<suffix>[0-9A-Za-z][0-9A-Za-z.\-_+]*))?\s*$")
+# Possessive digits: the suffix may start with a digit too, and backtracking between the two made a long
+# run of digits that is not a version take minutes.
+_VERSION_RE = re.compile(r"^\s*v?(?P<nums>\d++(?:\.\d++){0,3}+)(?:[-._+]?(?P<suffix>[0-9A-Za-z][0-9A-Za-z.\-_+]*))?\s*$")
+#: No version text is longer (``3.7.1-ccs``, ``2.10.0-SNAPSHOT``, a build's long suffix): longer text is not one.
+MAX_VERSION_CHARS = 64
 # Suffixes that mean "before the release of the same number".  Any other suffix (ccs, cp1,
 # a distro build tag) is a build *of* that release and compares equal to it.
 _PRERELEASE_RE = re.compile(r"^(rc|snapshot|alpha|beta|m|milestone|pre|dev|ea)\d*", re.IGNORECASE)
@@ -74,7 +78,7 @@ def parse_version(text: str) -> Version:
 
     Raises :class:`VersionError` for text without a leading number.
     """
-    match = _VERSION_RE.match(text or "")
+    match = _VERSION_RE.match(text or "") if len(text or "") <= MAX_VERSION_CHARS else None
     if not match:
         raise VersionError(f"not a version: {text!r}")
     numbers = tuple(int(part) for part in match.group("nums").split("."))

@@ -38,6 +38,8 @@ class Run:
     end: int | None
     active: list[str]
     standby: list[str]
+    #: The process id of the client the thread belonged to (a restarted client prints a new one).
+    process_id: str = ""
 
 
 @dataclass
@@ -94,14 +96,16 @@ class KafkaHost:
     def client_id(self) -> str:
         return f"{self.app.app_id}-{self.process_id}"
 
-    def tname(self, i: int) -> str:
-        return f"{self.client_id}-StreamThread-{i}"
+    def tname(self, i: int, process_id: str | None = None) -> str:
+        """Thread ``i``'s name, in the current client or in the client of ``process_id``."""
+        client = f"{self.app.app_id}-{process_id}" if process_id else self.client_id
+        return f"{client}-StreamThread-{i}"
 
     def uname(self, i: int) -> str:
         return f"{self.client_id}-StateUpdater-{i}"
 
-    def p_thread(self, i: int) -> str:
-        return f"stream-thread [{self.tname(i)}] "
+    def p_thread(self, i: int, process_id: str | None = None) -> str:
+        return f"stream-thread [{self.tname(i, process_id)}] "
 
     def p_task(self, i: int, task: str) -> str:
         # Task prefix without the thread before 2.4 (reference §7.1, §10.1).
@@ -114,9 +118,9 @@ class KafkaHost:
     def p_standby(self, i: int, task: str) -> str:
         return f"standby-task [{task}] " if self.v < (2, 4) else f"{self.p_thread(i)}standby-task [{task}] "
 
-    def p_consumer(self, i: int) -> str:
+    def p_consumer(self, i: int, process_id: str | None = None) -> str:
         inst = f"instanceId={self.instance_id}-{i}, " if self.instance_id and self.v >= (2, 3) else ""
-        return f"[Consumer {inst}clientId={self.tname(i)}-consumer, groupId={self.app.app_id}] "
+        return f"[Consumer {inst}clientId={self.tname(i, process_id)}-consumer, groupId={self.app.app_id}] "
 
     def updater_on_thread(self, i: int) -> bool:
         return self.app.state_updater and self.v >= (3, 4)
@@ -426,7 +430,7 @@ class KafkaHost:
         """Thread PARTITIONS_ASSIGNED -> RUNNING; the client follows once every thread runs."""
         i, tn = thread, self.tname(thread)
         self._thread_state(t, i, "RUNNING")
-        self.runs.append(Run(i, t, None, *[list(x) for x in self.owned[i]]))
+        self.runs.append(Run(i, t, None, *[list(x) for x in self.owned[i]], process_id=self.process_id))
         if all(s == "RUNNING" for s in self.thread_state.values()) and self.client_state == "REBALANCING":
             self._client_state(self.step(t, 0, 2), "RUNNING", tn)
         for part, off in (committed or {}).items():
@@ -566,20 +570,21 @@ class KafkaHost:
         rng = random.Random(f"{self.seed}:fetch:{run.thread}:{run.start}")
         sessions = {node: rng.randint(10**8, 2**31 - 1) for node in range(3)}
         in_session = max(len(run.active), 1)
-        prefix = self.p_consumer(run.thread)
+        prefix = self.p_consumer(run.thread, run.process_id)
         t = run.start + 50 + rng.randint(0, 20)
         while t < run.end:
             node = rng.randrange(3)
             answered = rng.randint(0, in_session)
             implied = in_session - answered
             tail = f", {implied} implied partition(s)" if implied else ""
-            yield LogLine(t, fetch.level, self.tname(run.thread), fetch.logger,
+            yield LogLine(t, fetch.level, self.tname(run.thread, run.process_id), fetch.logger,
                           prefix + fill(fetch.text, (node, 0, sessions[node], answered, tail)))
             t += max(1, round(rng.expovariate(self.app.fetch_responses_per_sec) * 1000))
 
     def _run_noise(self, run: Run, debug_commits: bool) -> Iterator[LogLine]:
         rng = random.Random(f"{self.seed}:{run.thread}:{run.start}")
-        tn = self.tname(run.thread)
+        tn = self.tname(run.thread, run.process_id)
+        prefix = self.p_thread(run.thread, run.process_id)
         summary = kafka_template("thread.summary", self.app.version)
         commit = kafka_template("thread.committed_debug", self.app.version)
         next_summary = run.start + SUMMARY_INTERVAL_MS + rng.randint(0, 30)
@@ -596,13 +601,13 @@ class KafkaHost:
                     tasks = max(commits, SUMMARY_INTERVAL_MS // self.app.commit_ms) * len(run.active)
                     args = (records, 0, rng.randint(1150, 1250), tasks, SUMMARY_INTERVAL_MS + rng.randint(0, 9)) \
                         if parse_version(self.app.version) >= (3, 9) else (records, 0, tasks)
-                    yield LogLine(t, summary.level, tn, summary.logger, self.p_thread(run.thread) + fill(summary.text, args),
+                    yield LogLine(t, summary.level, tn, summary.logger, prefix + fill(summary.text, args),
                                   (), summary.event, {"stream_thread": tn, "records": records})
                 commits = 0
                 next_summary = t + SUMMARY_INTERVAL_MS + rng.randint(0, 25)
             else:
                 commits += 1
-                yield LogLine(t, commit.level, tn, commit.logger, self.p_thread(run.thread) + fill(
+                yield LogLine(t, commit.level, tn, commit.logger, prefix + fill(
                     commit.text, (jlist(run.active), jlist(run.standby), rng.randint(1, 9))), (), commit.event,
                     {"stream_thread": tn})
                 next_commit = t + self.app.commit_ms + rng.randint(0, 15)

@@ -112,9 +112,9 @@ def run_spans(events: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
     runs = ev.groupBy("host", "run_id", "run_no").agg(*_exprs(
         # A Streams run also logs Kafka client lines; name the run after the richer product.
         "max(struct(CASE WHEN product = 'kafka-client' THEN 0 ELSE 1 END, product)) AS _product",
-        "first(app_id, true) AS app_id",
-        "first(client_id, true) AS client_id",
-        "first(process_id, true) AS process_id",
+        f"{earliest('app_id')} AS app_id",
+        f"{earliest('client_id')} AS client_id",
+        f"{earliest('process_id')} AS process_id",
         f"{earliest(app_banner)} AS _banner",
         f"{earliest(nifi_banner)} AS _nifi_banner",
         "coalesce(min(CASE WHEN _app THEN ts END), min(ts)) AS _ev_start",
