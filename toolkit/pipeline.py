@@ -203,7 +203,7 @@ def analyse(
         timeline = _cached_timeline(spark, events, state, config, out, cache, report, say, small)
     if timeline is None:
         say("reconstructing the timeline")
-        timeline = build_timeline(events, state, config, parsed.run_bounds)
+        timeline = build_timeline(events, state, config, parsed.run_bounds, materialize_shared=small)
         if write_timeline:
             write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
             timeline = _reload(spark, timeline, out, small)

@@ -673,12 +673,18 @@ def config_with_runs(events: DataFrame, config: DataFrame | None) -> DataFrame |
 
 
 def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
-          run_bounds: DataFrame | None = None) -> Timeline:
+          run_bounds: DataFrame | None = None, *, materialize_shared: bool = False) -> Timeline:
     """All tables; each is a lazy DataFrame (``Timeline.write`` or a detector triggers the work).
 
     ``events`` are run-tagged (:func:`toolkit.events.tag_runs`). ``run_bounds``
     (:func:`toolkit.events.run_bounds` of the records) places each run's end at its last line of any
     kind; without it the last classified event ends the run.
+
+    ``materialize_shared``: the run spans and task lifecycles, which six other tables are built on, are
+    computed once here (``localCheckpoint``) instead of inside every query that uses them; each later
+    step then also analyses a short plan. The pipeline asks for it on small inputs only: a local checkpoint
+    lives on the executors and is lost with one, which a seconds-long analysis can afford and a long one on
+    a cluster should not.
     """
     if "run_id" not in events.columns:
         raise ValueError("events must carry run_no and run_id (toolkit.events.tag_runs) before the timeline is built")
@@ -686,8 +692,12 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     config = config_with_runs(events, config)
     # The tables that need a run's end take it from the spans, not from the whole process_runs plan.
     spans = run_spans(events, run_bounds)
+    if materialize_shared:
+        spans = spans.localCheckpoint()
     runs = process_runs(events, config, run_bounds, spans=spans)
     lifecycles = task_lifecycles(events, spans)
+    if materialize_shared:
+        lifecycles = lifecycles.localCheckpoint()
     thread_states, client_states = state_intervals(events, spans)
     gens = generations(events)
     nifi = nifi_tables(events, state)
