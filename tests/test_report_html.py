@@ -398,3 +398,27 @@ def test_report_command_says_one_sentence_for_a_missing_bundle(tmp_path, capsys)
     assert report.run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("stream-incident: bundle ") and "does not exist" in err and err.count("\n") == 1
+
+
+def test_the_report_loads_papermill_before_its_export_thread_imports_nbconvert(tmp_path):
+    """Both import the Jupyter client: imported by two threads at once, its modules can be met half-initialised
+    (an ImportError that ended ``stream-incident report``). In a fresh interpreter, papermill and the client must
+    be loaded before the export thread starts."""
+    import sys
+
+    script = (
+        "import sys\n"
+        "from toolkit.report import command\n"
+        "seen = []\n"
+        "command.prepare_export = lambda: seen.append(all(m in sys.modules for m in ('papermill', 'jupyter_client')))\n"
+        "def stop(*a, **k):\n"
+        "    raise RuntimeError('stop here')\n"
+        "command.execute_notebook = stop\n"
+        "try:\n"
+        f"    command.make_report({str(REPO / 'sample_logs' / 'kafka-eos-stale-checkpoint')!r}, {str(tmp_path / 'out')!r})\n"
+        "except RuntimeError:\n"
+        "    pass\n"  # the export thread has ended: make_report's pool waits for it
+        "raise SystemExit(0 if seen == [True] else 1)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO), timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]

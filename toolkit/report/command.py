@@ -27,7 +27,7 @@ from toolkit.progress import Progress, console_progress
 from toolkit.report.export import export_html, prepare_export
 from toolkit.report.investigation import LOG_DIR
 from toolkit.report.parameters import ParameterError, _fmt, validate_parameters
-from toolkit.report.runner import ReportError, ReportFiles, execute_notebook
+from toolkit.report.runner import ReportError, ReportFiles, execute_notebook, load_notebook_engine
 from toolkit.shipped import notebook_file
 
 REPORT_NOTEBOOK = notebook_file("incident_report.ipynb")
@@ -73,6 +73,7 @@ def make_report(
                   "spark_master": params.spark_master, "spark_remote": params.spark_remote,
                   "timezone": params.timezone, "charts": "html", "view": params.view,
                   **params.options.as_parameters()}
+    load_notebook_engine()  # before the export thread: both import the Jupyter client
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="export") as ahead:
         ahead.submit(prepare_export)  # the kernel works meanwhile; the export then starts ready
         executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,

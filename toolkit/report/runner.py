@@ -114,6 +114,14 @@ def quiet_kernel_manager(log_path: Path) -> type:
     return QuietKernelManager
 
 
+def load_notebook_engine() -> None:
+    """Import papermill and the Jupyter client it runs kernels with, on the calling thread.
+
+    Call it before another thread imports nbconvert (which imports the same client): two threads
+    importing that package at once can meet its modules half-initialised and fail with an ImportError."""
+    import papermill  # noqa: F401
+
+
 def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
                      progress: Progress | None = None, timeout_s: int = 1800,
                      log_dir: Path | None = None, verbose: bool = False) -> Path:
