@@ -309,6 +309,12 @@ def test_a_small_bundle_is_queried_as_one_partition_with_the_same_tables_and_fin
     # A window or aggregate over a small bundle's tables needs no shuffle; a large one's keeps its partitions.
     assert not shuffles(small.events) and not shuffles(small.timeline.task_lifecycles)
     assert shuffles(large.events) and shuffles(large.timeline.task_lifecycles)
+    # A small bundle's events are held in memory for the timeline and the detectors; a large one's are read
+    # from their files by every query.
+    assert small.events.inputFiles() == [] and large.events.inputFiles()
+    # Its run bounds come from numbering every record, a large one's from the windowed pass: the same rows.
+    bounds = [_table_rows(spark.read.parquet(str(a.out_dir / "run_bounds.parquet"))) for a in (small, large)]
+    assert bounds[0] and bounds[0] == bounds[1]
     for name, df in small.timeline.tables().items():
         assert _table_rows(df) == _table_rows(getattr(large.timeline, name)), name
     assert small.timeline.locks.count() > 0 and small.timeline.dir_cleanups.count() > 0

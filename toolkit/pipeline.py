@@ -103,7 +103,7 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
         say("events unchanged since an earlier run (cache)")
     else:
         say("classifying events")
-        derived = derive_tables(_one_partition(records, tiny), shapes=shapes)
+        derived = derive_tables(_one_partition(records, tiny), shapes=shapes, exact_bounds=small)
         try:
             write_tables(derived.tables, {**paths, **shape_path})
         finally:
@@ -113,9 +113,20 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
             cache.store_derived(kept, paths, schemas)
         if kept_shapes is not None:
             cache.store_derived(kept_shapes, shape_path, schemas)
-    events, config, bounds = (_read(spark, paths[name], schemas[name], small)
+    events, config, bounds = (_held(_read(spark, paths[name], schemas[name], small), small)
                               for name in ("events", "config", "run_bounds"))
     return events, config, bounds
+
+
+def _held(df: DataFrame, small: bool) -> DataFrame:
+    """A small input's table read once into memory (unchanged otherwise).
+
+    The timeline and the detectors query these tables dozens of times; on a small bundle each query's cost
+    is mostly planning and opening files, which a table in memory with a one-node plan avoids. A local
+    checkpoint is lost with its executor, which a seconds-long analysis can afford (see
+    :func:`toolkit.timeline.build_timeline`); a large input keeps reading its files.
+    """
+    return df.localCheckpoint() if small else df
 
 
 def _read(spark: SparkSession, path: str, schema: StructType, small: bool = False) -> DataFrame:

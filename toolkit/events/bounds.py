@@ -57,7 +57,8 @@ def run_bounds(records: DataFrame) -> DataFrame:
     keep = [c for c in ("host", "source", "line_no", "ts", "thread", "message") if c in records.columns]
     base = records.where(F.col("host").isNotNull() & parsed).select(*keep)
     if base.where(F.col("ts").isNull()).limit(1).count():
-        return exact.run_bounds(records)  # ordering by the file's last timestamp needs the full sort
+        # Ordering by the file's last timestamp needs the full sort.
+        return exact.run_bounds(records).select(*BOUNDS_COLUMNS)
 
     second = F.floor(F.unix_micros("ts") / 1_000_000).cast("long")
     markers = base.where(F.coalesce(_is_marker(F.col("message")), F.lit(False)))
@@ -98,11 +99,12 @@ def run_bounds(records: DataFrame) -> DataFrame:
     file_end = base.groupBy("host", F.col("source").alias("last_source")).agg(F.max("line_no").alias("_file_last"))
     out = out.join(file_end, ["host", "last_source"], "left")
     return out.withColumn("last_of_file", F.col("last_line_no") == F.col("_file_last")).drop("_file_last") \
-        .select(*_COLUMNS)
+        .select(*BOUNDS_COLUMNS)
 
 
-_COLUMNS = ("host", "run_no", "run_id", "first_ts", "first_source", "last_ts", "last_source", "last_line_no",
-            "last_text", "lines", "last_of_file")
+#: The columns of the run-bounds table, in order (both ways of computing it give them in this order here).
+BOUNDS_COLUMNS = ("host", "run_no", "run_id", "first_ts", "first_source", "last_ts", "last_source", "last_line_no",
+                  "last_text", "lines", "last_of_file")
 
 
 def _extremes() -> list[Column]:

@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from toolkit.catalogue import Template, load_templates
-from toolkit.events.bounds import run_bounds
+from toolkit.events import runs as exact
+from toolkit.events.bounds import BOUNDS_COLUMNS, run_bounds
 from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates
 from toolkit.events.config import extract_config
 from toolkit.events.runs import tag_runs
@@ -38,12 +39,15 @@ class DerivedTables:
 
 
 def derive_tables(records: DataFrame, templates: Sequence[Template] | None = None, *,
-                  shapes: bool = True) -> DerivedTables:
+                  shapes: bool = True, exact_bounds: bool = False) -> DerivedTables:
     """:data:`DERIVED_TABLES` of ``records`` (``toolkit.schemas.RECORD_SCHEMA``), plus :data:`SHAPES_TABLE`
     when ``shapes``; all lazy.
 
     With shapes, the records matched against the templates are kept on local disk until ``release`` is
     called (after the tables are written), so the dispatch runs once for events and unknown shapes alike.
+    ``exact_bounds``: take the run bounds from numbering every record (:func:`toolkit.events.runs.run_bounds`,
+    the same table). On a small input that sort costs nothing, while the windowed pass of
+    :func:`toolkit.events.bounds.run_bounds` runs about ten Spark jobs, each with its fixed cost.
     """
     templates = list(load_templates() if templates is None else templates)
     candidates, hopeless = _split_by_gate(records, templates)
@@ -53,7 +57,8 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     tables = {
         "events": tag_runs(_extract(tagged.where(F.col("_tidx").isNotNull()), templates)),
         "config": extract_config(records),
-        "run_bounds": run_bounds(records),
+        "run_bounds": (exact.run_bounds(records).select(*BOUNDS_COLUMNS) if exact_bounds
+                       else run_bounds(records)),
     }
     if shapes:
         tables[SHAPES_TABLE] = shapes_of(tagged.where(F.col("_tidx").isNull()), hopeless)
