@@ -113,9 +113,7 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
             cache.store_derived(kept, paths, schemas)
         if kept_shapes is not None:
             cache.store_derived(kept_shapes, shape_path, schemas)
-    events, config, bounds = (_held(_read(spark, paths[name], schemas[name], small), small)
-                              for name in ("events", "config", "run_bounds"))
-    return events, config, bounds
+    return tuple(_read(spark, paths[name], schemas[name], small) for name in ("events", "config", "run_bounds"))
 
 
 def _held(df: DataFrame, small: bool) -> DataFrame:
@@ -207,14 +205,15 @@ def analyse(
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
     parsed = parse(spark, bundle, out_dir, options, cache=cache, progress=say, shapes=shapes)
-    out, report, events, config, small = parsed.out_dir, parsed.ingest, parsed.events, parsed.config, parsed.small
+    out, report, small = parsed.out_dir, parsed.ingest, parsed.small
+    events, config, bounds = (_held(df, small) for df in (parsed.events, parsed.config, parsed.run_bounds))
     state = _state_facts(spark, out, small)
     timeline = None
     if write_timeline:
         timeline = _cached_timeline(spark, events, state, config, out, cache, report, say, small)
     if timeline is None:
         say("reconstructing the timeline")
-        timeline = build_timeline(events, state, config, parsed.run_bounds, materialize_shared=small)
+        timeline = build_timeline(events, state, config, bounds, materialize_shared=small)
         if write_timeline:
             write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
             timeline = _reload(spark, timeline, out, small)

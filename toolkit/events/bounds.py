@@ -25,7 +25,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from toolkit.events import runs as exact
-from toolkit.events.runs import STARTUP_BURST_SECONDS, tag_runs
+from toolkit.events.runs import BOUNDS_COLUMNS, STARTUP_BURST_SECONDS, tag_runs
 
 #: Literal heads of every start marker (see ``runs._STRONG_START`` and ``runs._WEAK_START``): a record
 #: that starts with none of them cannot be a marker, so the regular expressions run on these only.
@@ -58,7 +58,7 @@ def run_bounds(records: DataFrame) -> DataFrame:
     base = records.where(F.col("host").isNotNull() & parsed).select(*keep)
     if base.where(F.col("ts").isNull()).limit(1).count():
         # Ordering by the file's last timestamp needs the full sort.
-        return exact.run_bounds(records).select(*BOUNDS_COLUMNS)
+        return exact.run_bounds(records)
 
     second = F.floor(F.unix_micros("ts") / 1_000_000).cast("long")
     markers = base.where(F.coalesce(_is_marker(F.col("message")), F.lit(False)))
@@ -100,11 +100,6 @@ def run_bounds(records: DataFrame) -> DataFrame:
     out = out.join(file_end, ["host", "last_source"], "left")
     return out.withColumn("last_of_file", F.col("last_line_no") == F.col("_file_last")).drop("_file_last") \
         .select(*BOUNDS_COLUMNS)
-
-
-#: The columns of the run-bounds table, in order (both ways of computing it give them in this order here).
-BOUNDS_COLUMNS = ("host", "run_no", "run_id", "first_ts", "first_source", "last_ts", "last_source", "last_line_no",
-                  "last_text", "lines", "last_of_file")
 
 
 def _extremes() -> list[Column]:

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from toolkit.catalogue import Template, load_templates
 from toolkit.events import runs as exact
-from toolkit.events.bounds import BOUNDS_COLUMNS, run_bounds
+from toolkit.events.bounds import run_bounds
 from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates
 from toolkit.events.config import extract_config
 from toolkit.events.runs import tag_runs
@@ -57,8 +57,7 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     tables = {
         "events": tag_runs(_extract(tagged.where(F.col("_tidx").isNotNull()), templates)),
         "config": extract_config(records),
-        "run_bounds": (exact.run_bounds(records).select(*BOUNDS_COLUMNS) if exact_bounds
-                       else run_bounds(records)),
+        "run_bounds": exact.run_bounds(records) if exact_bounds else run_bounds(records),
     }
     if shapes:
         tables[SHAPES_TABLE] = shapes_of(tagged.where(F.col("_tidx").isNull()), hopeless)

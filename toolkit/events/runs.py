@@ -187,4 +187,9 @@ def run_bounds(records: DataFrame) -> DataFrame:
                              "_last.ts AS last_ts", "_last.source AS last_source", "_last.line_no AS last_line_no",
                              "_last.text AS last_text", "lines")
     out = out.join(file_end.withColumnRenamed("source", "last_source"), ["host", "last_source"], "left")
-    return out.withColumn("last_of_file", F.expr("last_line_no = _file_last")).drop("_file_last")
+    return out.withColumn("last_of_file", F.expr("last_line_no = _file_last")).select(*BOUNDS_COLUMNS)
+
+
+#: The columns of the run-bounds table, in order (:func:`toolkit.events.bounds.run_bounds` gives the same).
+BOUNDS_COLUMNS = ("host", "run_no", "run_id", "first_ts", "first_source", "last_ts", "last_source", "last_line_no",
+                  "last_text", "lines", "last_of_file")
