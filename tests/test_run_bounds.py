@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from test_runs import THREAD, app_line, at, start, stopped, summary
 
+from toolkit.events.runs import BOUNDS_COLUMNS
+
 COLUMNS = "host string, source string, line_no bigint, ts timestamp, thread string, logger string, message string, " \
           "layout string"
 
@@ -26,9 +28,9 @@ def _both(spark, lines):
     from toolkit.events.bounds import run_bounds
 
     records = _records(spark, lines)
-    fast = sorted(tuple(r) for r in run_bounds(records).collect())
-    slow = sorted(tuple(r) for r in exact.run_bounds(records).select(*run_bounds(records).columns).collect())
-    return fast, slow
+    fast_df, slow_df = run_bounds(records), exact.run_bounds(records)
+    assert fast_df.columns == slow_df.columns == list(BOUNDS_COLUMNS)
+    return sorted(tuple(r) for r in fast_df.collect()), sorted(tuple(r) for r in slow_df.collect())
 
 
 def _steady(src, first_line, first_second, count, step=30.0, thread=THREAD):
@@ -90,7 +92,8 @@ def test_real_format_bundles_give_the_same_bounds(spark, analysis_of, name):
     from toolkit.events.bounds import run_bounds
 
     records = analysis_of(name).records
-    fast = run_bounds(records)
-    assert sorted(fast.collect()) == sorted(exact.run_bounds(records).select(*fast.columns).collect())
+    fast, slow = run_bounds(records), exact.run_bounds(records)
+    assert fast.columns == slow.columns
+    assert sorted(fast.collect()) == sorted(slow.collect())
     assert fast.count() >= 2
 

@@ -10,10 +10,12 @@ This module imports nothing from the package, so every stage may use it.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 __all__ = ["to_java_regex"]
 
 
+@cache  # the same few hundred patterns are converted for every analysis
 def to_java_regex(pattern: str) -> str:
     """Convert a Python regex to Java syntax with the same group numbers.
 

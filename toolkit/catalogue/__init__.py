@@ -114,6 +114,13 @@ class CatalogueError(ValueError):
     """A catalogue entry is malformed; the message names the entry and the problem."""
 
 
+@functools.cache
+def _group_index(pattern: str) -> Mapping[str, int]:
+    """A pattern's named groups, compiled once: the catalogue has more patterns than ``re`` caches, so
+    every analysis would otherwise compile them all again."""
+    return re.compile(pattern).groupindex
+
+
 @dataclass(frozen=True)
 class Template:
     """One log message template and what it means."""
@@ -139,12 +146,12 @@ class Template:
     @property
     def groups(self) -> dict[str, int]:
         """Named group -> group number (the same numbering in Python and Java regexes)."""
-        return dict(re.compile(self.pattern).groupindex)
+        return dict(_group_index(self.pattern))
 
     @property
     def item_groups(self) -> dict[str, int]:
         """Named group -> group number of the ``partitions`` item regex."""
-        return dict(re.compile(self.item or DEFAULT_ITEM).groupindex)
+        return dict(_group_index(self.item or DEFAULT_ITEM))
 
     @property
     def key(self) -> str:
