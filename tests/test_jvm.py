@@ -43,10 +43,17 @@ def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(sp
         jvm.plan_for_input(spark, 10_000)
         assert conf.get("spark.sql.codegen.wholeStage") == "false"
         assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        # the test session runs on local[2]: no adaptive stages, no automatic broadcasts
+        assert conf.get("spark.sql.adaptive.enabled") == "false"
+        assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1"
+        small, other = spark.range(5), spark.range(3)
+        assert "Broadcast" not in small.join(other, "id")._jdf.queryExecution().executedPlan().toString()
         assert spark.range(5).selectExpr("sum(id * 2) AS s").first()["s"] == 20
         jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
         assert conf.get("spark.sql.codegen.wholeStage") == "true"
         assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+        assert conf.get("spark.sql.adaptive.enabled") == "true"
+        assert "Broadcast" in small.join(other, "id")._jdf.queryExecution().executedPlan().toString()
         # a setting the user made is not undone by a large input
         conf.set("spark.sql.codegen.wholeStage", "false")
         jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
@@ -58,6 +65,42 @@ def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(sp
 
 
 
+
+
+class _ServerConf:
+    """A session's ``conf`` on a cluster (or a Connect server) that refuses one internal setting."""
+
+    def __init__(self, master: str, refused: str = "spark.sql.codegen.factoryMode"):
+        self.values, self.refused = {"spark.master": master}, refused
+
+    def set(self, key: str, value: str) -> None:
+        if key == self.refused:
+            raise RuntimeError(f"[CANNOT_MODIFY_CONFIG] Cannot modify the value of the Spark config: {key}")
+        self.values[key] = value
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+def test_a_cluster_keeps_adaptive_execution_and_a_refused_setting_skips_only_itself() -> None:
+    from types import SimpleNamespace
+
+    cluster = SimpleNamespace(conf=_ServerConf("spark://10.0.0.5:7077"))
+    jvm.plan_for_input(cluster, 10_000)
+    assert cluster.conf.values["spark.sql.codegen.wholeStage"] == "false"
+    assert "spark.sql.codegen.factoryMode" not in cluster.conf.values  # refused: the server's default stands
+    assert not jvm.LOCAL_ONLY_SQL_CONF & set(cluster.conf.values)  # a cluster narrows its shuffles adaptively
+    cluster.conf.values["spark.sql.adaptive.enabled"] = "false"  # the user's own choice
+    jvm.plan_for_input(cluster, 10 * jvm.SMALL_INPUT_BYTES)
+    assert cluster.conf.values == {"spark.master": "spark://10.0.0.5:7077", "spark.sql.adaptive.enabled": "false"}
+
+    local = SimpleNamespace(conf=_ServerConf("local[*]"))
+    jvm.plan_for_input(local, 10_000)
+    assert local.conf.values["spark.sql.adaptive.enabled"] == "false"
+    assert local.conf.values["spark.sql.autoBroadcastJoinThreshold"] == "-1"
 
 
 def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark) -> None:

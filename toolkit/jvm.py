@@ -6,7 +6,8 @@ remedies for inputs up to :data:`SMALL_INPUT_BYTES`, each measured on the shippe
 
 * **Quick JIT**: the first-tier compiler only, which compiles in a fraction of the time; for
   gigabytes the optimising compiler pays for itself, so larger inputs keep it.
-* **Interpreted expressions** (:func:`plan_for_input`): no Java source per query.
+* **Interpreted expressions** (:func:`plan_for_input`): no Java source per query; on a local
+  master, no adaptive query stages or automatic broadcasts either (fewer Spark jobs per query).
 
 For every input, a driver starts with this machine's class archive when ``stream-incident warm-up``
 has built one (:mod:`toolkit.warmup`)."""
@@ -33,11 +34,20 @@ COMPRESSED_FACTOR = 10
 _COMPRESSED = (".gz", ".tgz", ".zip", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".snappy")
 
 #: Session settings for small inputs: expressions are evaluated by the interpreter instead of being
-#: compiled to Java per query (Spark's own internal switch; a server that refuses it keeps compiling).
+#: compiled to Java per query (Spark's own internal switch; a server that refuses it keeps compiling);
+#: on a local master, no adaptive query stages and no automatic broadcast joins either (see
+#: :data:`LOCAL_ONLY_SQL_CONF`).
 SMALL_INPUT_SQL_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
 }
+#: Small-input settings applied on a local master only. A small bundle's tables are single partitions, so
+#: a join needs neither a shuffle nor a broadcast, and each adaptive stage or broadcast is one more Spark job
+#: (about 37 of a sample's 88). A cluster keeps them: without adaptive execution its unpinned shuffle width
+#: (200 by default) would not be narrowed to what a small input needs.
+LOCAL_ONLY_SQL_CONF = frozenset({"spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold"})
 _APPLIED_MARK = "stream_incident.small_input_plan"
 #: A line longer than this many characters turns generated code back on: interpreted expressions do
 #: not share common subexpressions, so each step of the per-line parse copies such a line again
@@ -76,20 +86,36 @@ def is_small(size: int | None) -> bool:
 def plan_for_input(spark: Any, size: int | None) -> None:
     """Set the session's expression evaluation for an input of ``size`` bytes.
 
-    Small inputs get :data:`SMALL_INPUT_SQL_CONF`; a later, larger input in the same session gets
-    Spark's defaults back (only if this function set them: a user's own choice is left alone)."""
+    Small inputs get :data:`SMALL_INPUT_SQL_CONF` (less :data:`LOCAL_ONLY_SQL_CONF` off a local master); a
+    later, larger input in the same session gets Spark's defaults back (only if this function set them: a
+    user's own choice is left alone)."""
     conf = spark.conf
+    local = _is_local_master(conf)
+    ours = [key for key in SMALL_INPUT_SQL_CONF if local or key not in LOCAL_ONLY_SQL_CONF]
+    if is_small(size):
+        for key in ours:
+            _try(conf.set, key, SMALL_INPUT_SQL_CONF[key])
+        _try(conf.set, _APPLIED_MARK, "true")
+    elif _try(conf.get, _APPLIED_MARK, "false") == "true":
+        for key in ours:
+            _try(conf.unset, key)
+        _try(conf.unset, _APPLIED_MARK)
+
+
+def _try(call: Any, *args: str) -> Any:
+    """One session-setting call; a Connect server may refuse internal settings, and its defaults then stand."""
     try:
-        if is_small(size):
-            for key, value in SMALL_INPUT_SQL_CONF.items():
-                conf.set(key, value)
-            conf.set(_APPLIED_MARK, "true")
-        elif conf.get(_APPLIED_MARK, "false") == "true":
-            for key in SMALL_INPUT_SQL_CONF:
-                conf.unset(key)
-            conf.unset(_APPLIED_MARK)
-    except Exception:  # a Connect server may refuse internal settings: its defaults stand
-        pass
+        return call(*args)
+    except Exception:
+        return None
+
+
+def _is_local_master(conf: Any) -> bool:
+    """The session (or the Connect server behind it) runs on a ``local`` master."""
+    try:
+        return str(conf.get("spark.master", "")).startswith("local")
+    except Exception:  # a server that does not say: treated as a cluster
+        return False
 
 
 def plan_for_lines(spark: Any, longest_line: int) -> None:
