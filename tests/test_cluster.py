@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from server_conf import ServerConf
 from spark_services import connect_server, loopback_env, standalone_cluster
 
 REPO = Path(__file__).resolve().parent.parent
@@ -120,29 +121,17 @@ def test_shuffle_width_is_pinned_only_for_local_masters():
     assert connect_settings({SHUFFLE_WIDTH: "64"})[SHUFFLE_WIDTH] == "64"  # only when the user asks
 
 
-class _LockedConf:
-    """A Connect session's ``conf`` on a server that refuses some settings (as a locked-down server does)."""
-
-    def __init__(self, refused: set[str]):
-        self.refused, self.values = refused, {}
-
-    def set(self, key: str, value: str) -> None:
-        if key in self.refused:
-            raise RuntimeError(f"[CANNOT_MODIFY_CONFIG] Cannot modify the value of the Spark config: {key}")
-        self.values[key] = value
-
-
 def test_connect_session_takes_adaptive_settings_only_where_allowed():
     from toolkit.spark import apply_runtime_settings, connect_settings
 
-    open_conf = _LockedConf(set())
+    open_conf = ServerConf()
     apply_runtime_settings(open_conf, connect_settings())
     assert open_conf.values["spark.sql.adaptive.coalescePartitions.enabled"] == "true"
     assert SHUFFLE_WIDTH not in open_conf.values
 
-    locked = _LockedConf({"spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled"})
+    locked = ServerConf({"spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled"})
     apply_runtime_settings(locked, connect_settings())
     assert locked.values == {"spark.sql.session.timeZone": "UTC"}
 
     with pytest.raises(RuntimeError, match="CANNOT_MODIFY_CONFIG"):
-        apply_runtime_settings(_LockedConf({"spark.sql.session.timeZone"}), connect_settings())
+        apply_runtime_settings(ServerConf({"spark.sql.session.timeZone"}), connect_settings())

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from server_conf import ServerConf
+
 from toolkit import jvm
 
 
@@ -40,6 +42,7 @@ def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(sp
     jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)  # whatever an earlier analysis in this session chose
     assert conf.get("spark.sql.codegen.wholeStage") == "true"
     try:
+        conf.set("spark.sql.autoBroadcastJoinThreshold", "1048576")  # the session's own, kept after a small input
         jvm.plan_for_input(spark, 10_000)
         assert conf.get("spark.sql.codegen.wholeStage") == "false"
         assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
@@ -53,6 +56,7 @@ def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(sp
         assert conf.get("spark.sql.codegen.wholeStage") == "true"
         assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
         assert conf.get("spark.sql.adaptive.enabled") == "true"
+        assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "1048576"
         assert "Broadcast" in small.join(other, "id")._jdf.queryExecution().executedPlan().toString()
         # a setting the user made is not undone by a large input
         conf.set("spark.sql.codegen.wholeStage", "false")
@@ -63,32 +67,24 @@ def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(sp
             conf.unset(key)
 
 
+def test_a_larger_input_puts_back_what_the_session_had_and_keeps_what_its_user_changed() -> None:
+    from types import SimpleNamespace
 
-
-
-
-class _ServerConf:
-    """A session's ``conf`` on a cluster (or a Connect server) that refuses one internal setting."""
-
-    def __init__(self, master: str, refused: str = "spark.sql.codegen.factoryMode"):
-        self.values, self.refused = {"spark.master": master}, refused
-
-    def set(self, key: str, value: str) -> None:
-        if key == self.refused:
-            raise RuntimeError(f"[CANNOT_MODIFY_CONFIG] Cannot modify the value of the Spark config: {key}")
-        self.values[key] = value
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self.values.get(key, default)
-
-    def unset(self, key: str) -> None:
-        self.values.pop(key, None)
+    session = SimpleNamespace(conf=ServerConf(master="local[2]"))
+    session.conf.values["spark.sql.autoBroadcastJoinThreshold"] = "1048576"  # given when the session started
+    jvm.plan_for_input(session, 10_000)
+    assert {key: session.conf.values[key] for key in jvm.SMALL_INPUT_SQL_CONF} == jvm.SMALL_INPUT_SQL_CONF
+    jvm.plan_for_input(session, 20_000)  # a second small input: what was there before the first is still known
+    session.conf.set("spark.sql.adaptive.enabled", "true")  # the user's choice while the small plan is on
+    jvm.plan_for_input(session, 10 * jvm.SMALL_INPUT_BYTES)
+    assert session.conf.values == {"spark.master": "local[2]", "spark.sql.autoBroadcastJoinThreshold": "1048576",
+                                   "spark.sql.adaptive.enabled": "true"}
 
 
 def test_a_cluster_keeps_adaptive_execution_and_a_refused_setting_skips_only_itself() -> None:
     from types import SimpleNamespace
 
-    cluster = SimpleNamespace(conf=_ServerConf("spark://10.0.0.5:7077"))
+    cluster = SimpleNamespace(conf=ServerConf({"spark.sql.codegen.factoryMode"}, master="spark://10.0.0.5:7077"))
     jvm.plan_for_input(cluster, 10_000)
     assert cluster.conf.values["spark.sql.codegen.wholeStage"] == "false"
     assert "spark.sql.codegen.factoryMode" not in cluster.conf.values  # refused: the server's default stands
@@ -97,7 +93,7 @@ def test_a_cluster_keeps_adaptive_execution_and_a_refused_setting_skips_only_its
     jvm.plan_for_input(cluster, 10 * jvm.SMALL_INPUT_BYTES)
     assert cluster.conf.values == {"spark.master": "spark://10.0.0.5:7077", "spark.sql.adaptive.enabled": "false"}
 
-    local = SimpleNamespace(conf=_ServerConf("local[*]"))
+    local = SimpleNamespace(conf=ServerConf({"spark.sql.codegen.factoryMode"}, master="local[*]"))
     jvm.plan_for_input(local, 10_000)
     assert local.conf.values["spark.sql.adaptive.enabled"] == "false"
     assert local.conf.values["spark.sql.autoBroadcastJoinThreshold"] == "-1"

@@ -15,6 +15,7 @@ has built one (:mod:`toolkit.warmup`)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -87,18 +88,26 @@ def plan_for_input(spark: Any, size: int | None) -> None:
     """Set the session's expression evaluation for an input of ``size`` bytes.
 
     Small inputs get :data:`SMALL_INPUT_SQL_CONF` (less :data:`LOCAL_ONLY_SQL_CONF` off a local master); a
-    later, larger input in the same session gets Spark's defaults back (only if this function set them: a
-    user's own choice is left alone)."""
+    later, larger input in the same session gets back what the session had before (the value it was given
+    at start or by its user, else Spark's default). A setting changed in between is the user's and stays."""
     conf = spark.conf
     local = _is_local_master(conf)
     ours = [key for key in SMALL_INPUT_SQL_CONF if local or key not in LOCAL_ONLY_SQL_CONF]
+    applied = _try(conf.get, _APPLIED_MARK, None)
     if is_small(size):
+        if not applied:  # a second small input keeps the first one's record of what was there before
+            before = {key: _try(conf.get, key, None) for key in ours}
+            _try(conf.set, _APPLIED_MARK, json.dumps(before))
         for key in ours:
             _try(conf.set, key, SMALL_INPUT_SQL_CONF[key])
-        _try(conf.set, _APPLIED_MARK, "true")
-    elif _try(conf.get, _APPLIED_MARK, "false") == "true":
-        for key in ours:
-            _try(conf.unset, key)
+    elif applied:
+        for key, value in json.loads(applied).items():
+            if _try(conf.get, key, None) != SMALL_INPUT_SQL_CONF[key]:
+                continue  # changed since: the user's choice
+            if value is None:
+                _try(conf.unset, key)
+            else:
+                _try(conf.set, key, value)
         _try(conf.unset, _APPLIED_MARK)
 
 
