@@ -121,6 +121,26 @@ def test_exported_html_is_offline_and_its_chart_renders(tmp_path):
     assert distinct_colours(screenshot(out, tmp_path), max_rows=700) > 8
 
 
+def test_the_report_renderer_draws_a_chart_from_the_spec_altair_hands_it(monkeypatch):
+    """The report's renderer gets the chart's checked spec and draws from it (rebuilding the chart from that spec
+    and checking it again cost a report several seconds); the result is the chart's own HTML."""
+    frame = pd.DataFrame({"lane": ["0_0 @ h"], "category": ["crash"], "label": ["process end: crash"], "role": [None],
+                          "start": pd.to_datetime(["2026-03-07 10:06:07"]), "end": [pd.NaT],
+                          "evidence": ["h/app.log:40  last line"], "host": ["h"], "task_id": ["0_0"]})
+    chart = viz.task_lane_chart(frame)
+    monkeypatch.setattr(alt.Chart, "from_dict", None)  # the renderer must not rebuild the chart
+    before = alt.renderers.active
+    viz.use_charts("html")
+    try:
+        drawn = chart._repr_mimebundle_()
+    finally:
+        alt.renderers.enable(before)
+    html_out = drawn[0]["text/html"] if isinstance(drawn, tuple) else drawn["text/html"]
+    payload = re.search(f'<script type="application/json" class="{viz.HTML_CHART_MARKER}">(.*?)</script>', html_out)
+    assert json.loads(payload.group(1)) == json.loads(json.dumps(chart.to_dict(), default=str))
+    assert html_out.count("<svg") == 1 and "process end: crash" in html_out.split(viz.HTML_CHART_MARKER)[0]
+
+
 def test_strip_external_resources_removes_cdn_references():
     page = ('<script src="https://cdnjs.cloudflare.com/require.min.js"></script><link rel="stylesheet" '
             'href="https://fonts.googleapis.com/css?family=Roboto"><style>@import url("https://x/y.css");'

@@ -1200,11 +1200,18 @@ HTML_RENDERER = "stream-incident-html"
 def chart_html(chart: alt.TopLevelMixin) -> str:
     """One chart as HTML: its static SVG (shown without JavaScript) and its Vega-Lite spec, which the
     page's inline runtime (:func:`vega_runtime_html`) turns into an interactive chart."""
+    return spec_html(chart.to_dict())
+
+
+def spec_html(spec: dict) -> str:
+    """:func:`chart_html` of a chart already turned into its Vega-Lite spec (checked against the schema once:
+    Altair's checks cost a few tenths of a second per chart, and a report draws dozens)."""
     import html as html_lib
     import json
 
-    spec = chart.to_dict()
-    svg = to_svg(chart)
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(spec)
     # "</" cannot end the script element early once escaped; the JSON stays valid.
     payload = json.dumps(spec, default=str).replace("</", "<\\/")
     return (f'<div class="si-chart"><div class="si-static">{svg}</div>'
@@ -1240,7 +1247,7 @@ for (const node of document.querySelectorAll("script.%s")) {
 
 
 def _html_renderer(spec: dict, **_kwargs) -> dict:
-    return {"text/html": chart_html(alt.Chart.from_dict(spec))}
+    return {"text/html": spec_html(spec)}
 
 
 def renders_offline() -> bool:
