@@ -279,3 +279,27 @@ def test_a_report_cuts_each_findings_frames_from_its_scope_as_the_query_would(an
     scoped = viz.ScopedFrames(tl, tasks=[task])
     other = next(t for t, _ in lanes if t != task)
     assert _rows(scoped.task_events([other])) == _rows(viz.task_event_frame(tl, tasks=[other], limit=2))
+
+
+def test_a_report_queries_the_process_runs_and_the_nifi_state_changes_once(analysis_of, monkeypatch):
+    """The report's focus, its threads chart and its NiFi sections share one process-run frame, and the NiFi
+    state chart and table one state-change frame."""
+    from toolkit import viz_nifi
+
+    tl = analysis_of("bundles/nifi-component-state-reset").timeline
+    calls: list[str] = []
+    for module, name in ((viz, "process_run_frame"), (viz_nifi, "process_run_frame"), (viz_nifi, "state_change_frame"),
+                         (viz_nifi, "checkpoint_frame")):
+        query = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _q=query, _n=name, **k: calls.append(_n) or _q(*a, **k))
+    frames = viz.ScopedFrames(tl)
+    runs = frames.process_runs()  # the charts' time range (the incident) is found from these
+    assert (runs["product"] == "nifi").any()
+    viz.timeline_chart_builders(tl, frames=frames)["threads"]()
+    shown: list = []
+    viz_nifi.show_nifi_sections(tl, display=shown.append, runs=frames.process_runs())
+    headings = [item.data for item in shown if hasattr(item, "data") and str(item.data).startswith("<h3>")]
+    assert headings == [f"<h3>{viz_nifi.TITLES[name]}</h3>" for name in ("nifi_repositories", "nifi_state")]
+    states = [item for item in shown if isinstance(item, pd.DataFrame)]
+    assert len(states) == 1 and "cleared" in set(states[0]["kind"])
+    assert sorted(calls) == ["checkpoint_frame", "process_run_frame", "state_change_frame"]

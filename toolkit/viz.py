@@ -1148,7 +1148,8 @@ def timeline_chart_builders(tl, hosts: Sequence[str] | None = None, tasks: Seque
 
     def threads():
         states = thread_state_frame(tl, hosts=hosts, window=window)
-        runs = process_run_frame(tl, hosts=hosts, window=window)
+        # Without a window these are the scope's runs over the whole log, which a report has queried already.
+        runs = frames.process_runs(hosts) if window is None else process_run_frame(tl, hosts=hosts, window=window)
         if states.empty and (runs.empty or not (runs["product"] != "nifi").any()):
             return None
         return swimlane_chart(states, generation_frame(tl, hosts=hosts, window=window), runs, tz=tz, focus=focus)

@@ -89,7 +89,11 @@ def state_change_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindo
 
 def nifi_run_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None) -> pd.DataFrame:
     """NiFi process runs (starts and how they ended)."""
-    runs = process_run_frame(tl, hosts=hosts, window=window)
+    return _nifi_runs(process_run_frame(tl, hosts=hosts, window=window))
+
+
+def _nifi_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The NiFi rows of a :func:`~toolkit.viz.process_run_frame`."""
     return runs[runs["product"] == "nifi"] if not runs.empty else runs
 
 
@@ -172,14 +176,18 @@ def state_chart(states: pd.DataFrame, tz: str = "UTC",
 
 
 def nifi_charts(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None,
-                tz: str = "UTC") -> dict[str, alt.Chart]:
-    """The NiFi charts that apply to this timeline, by name (none for a bundle without NiFi state evidence)."""
+                tz: str = "UTC", *, runs: pd.DataFrame | None = None,
+                states: pd.DataFrame | None = None) -> dict[str, alt.Chart]:
+    """The NiFi charts that apply to this timeline, by name (none for a bundle without NiFi state evidence).
+
+    ``runs`` (a :func:`~toolkit.viz.process_run_frame` of the same hosts and window) and ``states`` (a
+    :func:`state_change_frame`): frames the caller has queried already; the others are queried here."""
     charts: dict[str, alt.Chart] = {}
     checkpoints = checkpoint_frame(tl, hosts=hosts, window=window)
     if not checkpoints.empty:
-        charts["nifi_repositories"] = repository_chart(checkpoints, nifi_run_frame(tl, hosts=hosts, window=window),
-                                                       tz=tz)
-    states = state_change_frame(tl, hosts=hosts, window=window)
+        runs = process_run_frame(tl, hosts=hosts, window=window) if runs is None else runs
+        charts["nifi_repositories"] = repository_chart(checkpoints, _nifi_runs(runs), tz=tz)
+    states = state_change_frame(tl, hosts=hosts, window=window) if states is None else states
     if not states.empty:
         charts["nifi_state"] = state_chart(states, tz=tz)
     return charts
@@ -191,9 +199,9 @@ TITLES = {"nifi_repositories": "NiFi repositories: checkpoints, restores and res
 
 
 def show_nifi_sections(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None, tz: str = "UTC",
-                       display: Callable[..., Any] | None = None) -> None:
+                       display: Callable[..., Any] | None = None, runs: pd.DataFrame | None = None) -> None:
     """Notebook/report helper: each NiFi chart under its heading, the state table next to the state chart
-    (``display``: where they go, IPython's ``display`` unless given)."""
+    (``display``: where they go, IPython's ``display`` unless given; ``runs``: as for :func:`nifi_charts`)."""
     import html
 
     from IPython.display import HTML
@@ -201,8 +209,9 @@ def show_nifi_sections(tl, hosts: Sequence[str] | None = None, window: TimeWindo
 
     display = display or ipython_display
 
-    for name, chart in nifi_charts(tl, hosts=hosts, window=window, tz=tz).items():
+    states = state_change_frame(tl, hosts=hosts, window=window)  # drawn, then listed: queried once
+    for name, chart in nifi_charts(tl, hosts=hosts, window=window, tz=tz, runs=runs, states=states).items():
         display(HTML(f"<h3>{html.escape(TITLES.get(name, name))}</h3>"))
         display(chart)
         if name == "nifi_state":
-            display(state_before_after(state_change_frame(tl, hosts=hosts, window=window)))
+            display(state_before_after(states))

@@ -417,7 +417,7 @@ def _draw_timeline(inv: ReportView, display: Display) -> None:
         from toolkit import viz_nifi  # NiFi repositories and component state, when the bundle has them
 
         viz_nifi.show_nifi_sections(inv.timeline, hosts=inv.hosts, window=inv.window, tz=inv.params.timezone,
-                                    display=display)
+                                    display=display, runs=inv.frames.process_runs() if inv.window is None else None)
 
 
 def appendix_tables(inv: ReportView, limit: int = 200) -> dict[str, pd.DataFrame]:
