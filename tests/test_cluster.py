@@ -73,12 +73,27 @@ def test_timeline_on_standalone_cluster(spark, small_bundle, embedded, tmp_path)
     assert _tables(spark, tmp_path / "out") == _tables(spark, embedded)
 
 
+def _frame_attrs_through(url: str) -> list[str]:
+    """``attrs`` of a frame the toolkit collects through a Connect server, in a process of its own (a Connect
+    session must not share this test session's process)."""
+    code = ("import json, sys\nfrom pyspark.sql import SparkSession\nfrom toolkit import utc\n"
+            "session = SparkSession.builder.remote(sys.argv[1]).getOrCreate()\n"
+            "print(json.dumps(sorted(utc.to_pandas(session.range(3)).attrs)))\n")
+    proc = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, env=loopback_env(),
+                          timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.connect
 def test_timeline_through_spark_connect(spark, small_bundle, embedded, tmp_path):
     with connect_server(tmp_path / "spark") as url:
         report = _run_timeline(small_bundle, tmp_path / "out", "--remote", url)
+        # Connect attaches the query's metrics to a collected frame; pandas and Altair deep-copy them with it
+        attrs = _frame_attrs_through(url)
     assert report["totals"]["records"] == 4 and report["totals"]["unparsed"] == 1
     assert _tables(spark, tmp_path / "out") == _tables(spark, embedded)
+    assert attrs == []
 
 
 FORBIDDEN = {

@@ -70,8 +70,15 @@ def first(df: DataFrame) -> Row | None:
 
 
 def to_pandas(df: DataFrame) -> Any:
-    """``df.toPandas()``, timestamps as naive ``datetime64`` in UTC (bound ``df`` first)."""
-    return utc_naive(df).toPandas()
+    """``df.toPandas()``, timestamps as naive ``datetime64`` in UTC (bound ``df`` first), without the query's
+    metrics.
+
+    Spark Connect attaches the executed plan's metrics to the frame (``attrs``). pandas deep-copies ``attrs``
+    into every frame derived from it and Altair deep-copies a chart's data, so a chart of a few dozen rows
+    took seconds to draw through a Connect server."""
+    frame = utc_naive(df).toPandas()
+    frame.attrs.clear()
+    return frame
 
 
 def epoch_micros(value: datetime) -> int:
