@@ -1198,15 +1198,11 @@ HTML_CHART_MARKER = "si-chart-spec"
 HTML_RENDERER = "stream-incident-html"
 
 
-def chart_html(chart: alt.TopLevelMixin) -> str:
-    """One chart as HTML: its static SVG (shown without JavaScript) and its Vega-Lite spec, which the
-    page's inline runtime (:func:`vega_runtime_html`) turns into an interactive chart."""
-    return spec_html(chart.to_dict())
-
-
 def spec_html(spec: dict) -> str:
-    """:func:`chart_html` of a chart already turned into its Vega-Lite spec (checked against the schema once:
-    Altair's checks cost a few tenths of a second per chart, and a report draws dozens)."""
+    """One chart as HTML, from its Vega-Lite spec: its static SVG (shown without JavaScript) and the spec, which
+    the page's inline runtime (:func:`vega_runtime_html`) turns into an interactive chart. It takes the spec,
+    not the chart, so the caller checks it against the schema once: Altair's checks cost a few tenths of a
+    second per chart, and a report draws dozens."""
     import html as html_lib
     import json
 

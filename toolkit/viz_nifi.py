@@ -87,11 +87,6 @@ def state_change_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindo
     return pdf
 
 
-def nifi_run_frame(tl, hosts: Sequence[str] | None = None, window: TimeWindow = None) -> pd.DataFrame:
-    """NiFi process runs (starts and how they ended)."""
-    return _nifi_runs(process_run_frame(tl, hosts=hosts, window=window))
-
-
 def _nifi_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The NiFi rows of a :func:`~toolkit.viz.process_run_frame`."""
     return runs[runs["product"] == "nifi"] if not runs.empty else runs

@@ -29,8 +29,8 @@ class Explorer:
         self.runs = viz.process_run_frame(tl)
         self.generations = viz.generation_frame(tl)
         self.findings = viz.finding_frame(inv.findings)
-        kinds = (tl.events.where(F.col("event").isNotNull()).groupBy("event").count()
-                 .orderBy(F.desc("count")).limit(300).toPandas())
+        kinds = utc.to_pandas(tl.events.where(F.col("event").isNotNull()).groupBy("event").count()
+                              .orderBy(F.desc("count")).limit(300))
         self.event_kinds: list[str] = sorted(kinds["event"])
         self.hosts: list[str] = sorted({f.host for f in inv.analysis.ingest.files})
         self.tasks: list[str] = sorted(self.task_events["task_id"].dropna().unique()) if not self.task_events.empty else []
