@@ -252,7 +252,7 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         found = bundle.problems[already:]
         for f in misses:
             cache.remember_problems(keys[f.source], [asdict(p) for p in found if p.source == f.source])
-        keymap = spark.createDataFrame([(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
+        keymap = utc.create_frame(spark, [(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
         (parsed.records.join(F.broadcast(keymap), "source").select(*RECORD_COLUMNS, KEY_COLUMN)
          .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
         counts = {r["source"]: r.asDict() for r in parsed.line_counts.collect()}
@@ -272,9 +272,9 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
                    .option("basePath", str(cache.records_dir.resolve())).parquet(*paths)
                    .select(*RECORD_COLUMNS))
     else:
-        records = spark.createDataFrame([], RECORD_SCHEMA)
+        records = utc.create_frame(spark, [], RECORD_SCHEMA)
     # Bad and NUL lines are known for the files parsed now; the others' come from their kept accounting.
-    line_counts = spark.createDataFrame(
+    line_counts = utc.create_frame(spark, 
         [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS], e.longest_line)
          for e in known.values()], LINE_COUNT_SCHEMA)
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
@@ -300,15 +300,11 @@ def write_empty_table(schema: StructType, path: Path) -> None:
     """An empty parquet table with ``schema`` (one empty file, as a Spark write leaves it), without a Spark job."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import to_arrow_schema
 
-    try:  # timestamps as Spark writes them: microseconds, adjusted to UTC
-        arrow_schema = to_arrow_schema(schema, timezone="UTC")
-    except TypeError:  # PySpark before 4.1 has no timezone argument and always uses UTC
-        arrow_schema = to_arrow_schema(schema)
+    target = utc.arrow_schema(schema)
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([], schema=arrow_schema), path / "part-00000.parquet")
+    pq.write_table(pa.Table.from_pylist([], schema=target), path / "part-00000.parquet")
     (path / "_SUCCESS").write_text("")
 
 

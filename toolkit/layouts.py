@@ -30,6 +30,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.bundle import Bundle, LogFile
 from toolkit.bundle.gzip_logs import damaged_gzips, gzip_is_intact, recover_gzip, read_text_head
 from toolkit.jvm import plan_for_lines
@@ -355,7 +356,7 @@ def _file_table(spark: SparkSession, bundle: Bundle, files: list[LogFile],
         rows.append((str(f.local_path.resolve()), f.source, f.host, settings.timezone,
                      int(settings.clock_offset_ms), day, "config" if settings.date else "mtime",
                      det.layout, _chain_id(det.wrappers)))
-    return spark.createDataFrame(
+    return utc.create_frame(spark, 
         rows,
         "file_key string, source string, file_host string, tz string, clock_offset_ms long, "
         "file_date string, date_from string, layout_id string, chain_id string",
@@ -420,7 +421,7 @@ def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None
         offsets.append((split["_uri"], split["block_start"], key, lines - split["first_id"] + 1, split["bad_utf8"] > 0))
         totals[key] = (lines + split["lines"], bad + split["bad_utf8"], nul + split["nul"],
                        max(longest, split["longest"] or 0))
-    offset_table = spark.createDataFrame(
+    offset_table = utc.create_frame(spark, 
         offsets, "_uri string, block_start long, file_key string, _line_offset long, _bad_utf8 boolean")
     numbered = raw.join(F.broadcast(offset_table), ["_uri", "block_start"]).select(
         # Undecodable bytes become U+FFFD so records.parquet holds valid UTF-8 for every reader; the first
@@ -434,7 +435,7 @@ def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None
         total = sum(split["lines"] for split in splits)
         tasks = max(2, -(-total // SPREAD_TASK_LINES))
         numbered = numbered.repartition(tasks, "file_key", F.floor(F.col("line_no") / F.lit(SPREAD_TASK_LINES)))
-    counts = spark.createDataFrame([(k, *v) for k, v in totals.items()],
+    counts = utc.create_frame(spark, [(k, *v) for k, v in totals.items()],
                                    "file_key string, lines_read long, bad_utf8_lines long, nul_lines long, longest_line long")
     return numbered, counts
 
@@ -946,7 +947,7 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
         f.source: detect_file(f.local_path, cat) if f.size else Detection(None) for f in logs
     }
     readable = [f for f in logs if f.size]
-    empty = spark.createDataFrame([], LINE_COUNT_SCHEMA)
+    empty = utc.create_frame(spark, [], LINE_COUNT_SCHEMA)
     raw = splits = None
     if readable:
         readable, raw, splits = _read_splits(spark, bundle, readable)
@@ -954,8 +955,8 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
         logs = [f for f in logs if not f.size] + readable
     if not readable:
         zero = [(f.source, 0, 0, 0, 0) for f in logs]
-        counts = spark.createDataFrame(zero, LINE_COUNT_SCHEMA) if zero else empty
-        return ParsedLogs(spark.createDataFrame([], RECORD_SCHEMA), counts, detections)
+        counts = utc.create_frame(spark, zero, LINE_COUNT_SCHEMA) if zero else empty
+        return ParsedLogs(utc.create_frame(spark, [], RECORD_SCHEMA), counts, detections)
     files = _file_table(spark, bundle, readable, detections)
     used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
     used_chains = sorted({d.wrappers for d in detections.values()})
@@ -965,6 +966,6 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
         "source", "lines_read", "bad_utf8_lines", "nul_lines", "longest_line")
     zero = [(f.source, 0, 0, 0, 0) for f in logs if not f.size]
     if zero:
-        line_counts = line_counts.unionByName(spark.createDataFrame(zero, LINE_COUNT_SCHEMA))
+        line_counts = line_counts.unionByName(utc.create_frame(spark, zero, LINE_COUNT_SCHEMA))
     return ParsedLogs(records=records.select(*RECORD_COLUMNS), line_counts=line_counts, detections=detections,
                       release=per_line.unpersist)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from toolkit import utc
 from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
 from toolkit.detectors import findings_to_json, run_detectors
@@ -59,7 +60,7 @@ def _state_facts(spark: SparkSession, out: Path, small: bool = False) -> StateFa
     for name, schema in STATE_SCHEMAS.items():
         path = out / "state" / f"{name}.parquet"
         tables[name] = (_read(spark, str(path.resolve()), schema, small) if path.exists()
-                        else spark.createDataFrame([], schema))
+                        else utc.create_frame(spark, [], schema))
     return StateFacts(**tables)
 
 

@@ -181,7 +181,7 @@ def resolve_evidence(timeline: Any, findings: Sequence[Finding], limit: int = MA
     lines: dict[tuple[str, int], Any] = {}
     if pending:
         events = timeline.events
-        keys = events.sparkSession.createDataFrame(pending, "source string, line_no bigint")
+        keys = utc.create_frame(events.sparkSession, pending, "source string, line_no bigint")
         got = (events.join(F.broadcast(keys), ["source", "line_no"])
                .select("source", "line_no", "ts", F.substring_index("message", "\n", 1).alias("text"))
                .dropDuplicates(["source", "line_no"]))

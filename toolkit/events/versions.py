@@ -12,6 +12,7 @@ from typing import Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 
+from toolkit import utc
 from toolkit.catalogue import Template, load_templates
 
 #: Newest minor release each product's catalogue was checked against: a template range ending
@@ -75,7 +76,7 @@ def template_versions(spark: SparkSession, templates: Sequence[Template] | None 
     templates whose version text cannot be read are left out. A table to join in notebooks and your own
     queries; the timeline itself looks the same rows up through :func:`template_version_map`.
     """
-    return spark.createDataFrame(template_version_rows(templates), TEMPLATE_VERSIONS_SCHEMA)
+    return utc.create_frame(spark, template_version_rows(templates), TEMPLATE_VERSIONS_SCHEMA)
 
 
 @functools.cache

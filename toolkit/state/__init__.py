@@ -3,7 +3,7 @@
 ``read_state(spark, items)`` turns the state evidence the bundle walker found (Kafka Streams state folders,
 capture archives and listings, lone checkpoint files, DynamoDB / CloudTrail / NiFi JSON) into small
 DataFrames with fixed schemas (:mod:`toolkit.state.schemas`). State metadata is small, so files are read in
-Python and the tables built with ``spark.createDataFrame(rows, schema)``: DataFrame API only, Spark Connect safe.
+Python and the tables built with ``utc.create_frame(spark, rows, schema)``: DataFrame API only, Spark Connect safe.
 
 Bad input never raises: each unreadable file, malformed checkpoint or JSON becomes a ``(source, reason)``
 entry in ``StateTables.problems`` (and, for checkpoints, a row with ``problem`` set); the rest is still read.
@@ -23,6 +23,7 @@ from typing import Any, Iterable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType, TimestampType
 
+from toolkit import utc
 from toolkit.state import cloudtrail as _cloudtrail
 from toolkit.state import dynamodb as _dynamodb
 from toolkit.state import kafka_state as _kafka
@@ -128,7 +129,7 @@ class StateTables:
 
     def problems_frame(self, spark: SparkSession) -> DataFrame:
         """The problems as a DataFrame (``source``, ``reason``) to union with the bundle's ingest problems."""
-        return spark.createDataFrame([tuple(p) for p in self.problems], PROBLEMS_SCHEMA)
+        return utc.create_frame(spark, [tuple(p) for p in self.problems], PROBLEMS_SCHEMA)
 
     def cloudtrail_events(self) -> DataFrame:
         """CloudTrail rows shaped like log events (see :func:`cloudtrail_as_events`)."""
@@ -153,7 +154,7 @@ def _coerce(value: Any, data_type: Any) -> Any:
 
 def _frame(spark: SparkSession, rows: list[dict[str, Any]], schema: StructType) -> DataFrame:
     fields = [(f.name, f.dataType) for f in schema.fields]
-    return spark.createDataFrame([tuple(_coerce(row.get(name), kind) for name, kind in fields) for row in rows], schema)
+    return utc.create_frame(spark, [tuple(_coerce(row.get(name), kind) for name, kind in fields) for row in rows], schema)
 
 
 def read_state(spark: SparkSession, items: list[StateItem]) -> StateTables:

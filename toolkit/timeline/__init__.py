@@ -42,7 +42,7 @@ class StateFacts:
         spark = self.state_files.sparkSession
         for name, schema in STATE_SCHEMAS.items():
             if getattr(self, name) is None:
-                setattr(self, name, spark.createDataFrame([], schema))
+                setattr(self, name, utc.create_frame(spark, [], schema))
 
 
 @dataclass

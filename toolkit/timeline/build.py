@@ -13,6 +13,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.events.runs import nifi_bootstrap_condition
 from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
@@ -703,7 +704,7 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     nifi = nifi_tables(events, state)
     return Timeline(
         events=events,
-        config=config if config is not None else spark.createDataFrame([], "host string, run_id string, key string, value string"),
+        config=config if config is not None else utc.create_frame(spark, [], "host string, run_id string, key string, value string"),
         state=state,
         process_runs=runs,
         generations=gens,
