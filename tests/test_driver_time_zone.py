@@ -15,6 +15,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from pyspark.sql import functions as F
 
 from test_detectors import ev, make_timeline
 from toolkit import utc
@@ -129,3 +130,20 @@ def test_a_detector_gives_collected_times_back_to_spark_in_utc(spark):
         found = [f for f in run_detectors(tl, only=["rebalance-storm"]) if f.detector == "rebalance-storm"]
     assert [f.severity for f in found] == ["warning"]
     assert "from 2026-03-08 06:58:20.000 UTC" in found[0].explanation
+
+
+def test_rows_built_on_the_driver_are_utc_under_a_dst_driver_zone(spark):
+    """``utc.create_frame`` reads a naive ``datetime`` as UTC and converts an aware one, whatever the driver's
+    zone, for top-level and nested columns; no rows give an empty table of the schema."""
+    schema = "name string, at timestamp, times array<timestamp>, attrs map<string, string>"
+    with driver_zone("America/New_York"):
+        rows = [("naive", AUTUMN[1], list(SPRING), {"k": "v"}),
+                ("aware", AUTUMN[1].replace(tzinfo=timezone.utc).astimezone(), [], None)]
+        df = utc.create_frame(spark, rows, schema)
+        got = {r.name: r for r in df.select("name", F.col("at").cast("string").alias("at"),
+                                            F.col("times").cast("array<string>").alias("times"), "attrs").collect()}
+        empty = utc.create_frame(spark, [], schema)
+    assert got["naive"].at == got["aware"].at == f"{AUTUMN[1]:%Y-%m-%d %H:%M:%S}"
+    assert got["naive"].times == [f"{t:%Y-%m-%d %H:%M:%S}" for t in SPRING]
+    assert got["naive"].attrs == {"k": "v"} and got["aware"].attrs is None
+    assert empty.count() == 0 and empty.schema == df.schema
