@@ -274,8 +274,8 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
     else:
         records = utc.create_frame(spark, [], RECORD_SCHEMA)
     # Bad and NUL lines are known for the files parsed now; the others' come from their kept accounting.
-    line_counts = utc.create_frame(spark, 
-        [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS], e.longest_line)
+    line_counts = utc.create_frame(
+        spark, [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS], e.longest_line)
          for e in known.values()], LINE_COUNT_SCHEMA)
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
     return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys

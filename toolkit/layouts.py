@@ -356,7 +356,8 @@ def _file_table(spark: SparkSession, bundle: Bundle, files: list[LogFile],
         rows.append((str(f.local_path.resolve()), f.source, f.host, settings.timezone,
                      int(settings.clock_offset_ms), day, "config" if settings.date else "mtime",
                      det.layout, _chain_id(det.wrappers)))
-    return utc.create_frame(spark, 
+    return utc.create_frame(
+        spark,
         rows,
         "file_key string, source string, file_host string, tz string, clock_offset_ms long, "
         "file_date string, date_from string, layout_id string, chain_id string",
@@ -421,8 +422,8 @@ def _numbered_lines(spark: SparkSession, paths: list[str], raw: DataFrame | None
         offsets.append((split["_uri"], split["block_start"], key, lines - split["first_id"] + 1, split["bad_utf8"] > 0))
         totals[key] = (lines + split["lines"], bad + split["bad_utf8"], nul + split["nul"],
                        max(longest, split["longest"] or 0))
-    offset_table = utc.create_frame(spark, 
-        offsets, "_uri string, block_start long, file_key string, _line_offset long, _bad_utf8 boolean")
+    offset_table = utc.create_frame(
+        spark, offsets, "_uri string, block_start long, file_key string, _line_offset long, _bad_utf8 boolean")
     numbered = raw.join(F.broadcast(offset_table), ["_uri", "block_start"]).select(
         # Undecodable bytes become U+FFFD so records.parquet holds valid UTF-8 for every reader; the first
         # pass counted them per split, so splits without any skip the per-line check.
