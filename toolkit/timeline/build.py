@@ -203,6 +203,10 @@ def _key_text(key: str) -> str:
     return f"concat_ws('.', CAST(CAST({key} / 100 AS INT) AS STRING), CAST({key} % 100 AS STRING))"
 
 
+def _family_count(family: str) -> str:
+    return "_n_" + "".join(ch if ch.isalnum() else "_" for ch in family)
+
+
 def version_ranges(events: DataFrame) -> DataFrame:
     """Per run: the release lines most of the templates seen in it were printed by, and the evidence.
 
@@ -212,26 +216,29 @@ def version_ranges(events: DataFrame) -> DataFrame:
     application version, cannot make the range empty). The range reads ``4.1-4.1`` for one line,
     ``2.0-2.1`` for two; never open-ended, never empty.
 
-    One aggregation: each run's distinct templates are collected, and the votes are counted over that
-    small array (a run has at most a few hundred distinct templates).
+    One shuffle: each run's distinct templates are collected, their version facts gathered per run, and
+    the votes are counted over that small array (a run has at most a few hundred distinct templates).
     """
     facts = template_version_map()
     lines = "map(" + ", ".join(f"{sql_str(family)}, array({', '.join(str(major * 100 + minor) for major, minor in known)})"
                                for family, known in KNOWN_LINES.items()) + ")"
-    per_run = events.where("run_no IS NOT NULL").groupBy("run_id").agg(F.expr("collect_set(template_id) AS _ids"))
-    # Templates without version facts do not vote.
-    per_run = per_run.selectExpr(
-        "run_id", f"filter(transform(_ids, id -> named_struct('id', id, 'v', split({facts}[id], '/'))),"
-                  " t -> t.v IS NOT NULL) AS _found")
-    per_run = per_run.selectExpr(
-        "run_id", "transform(_found, t -> named_struct('id', t.id, 'v', named_struct('family', t.v[0],"
-                  " 'lo', CAST(t.v[1] AS INT), 'hi', CAST(t.v[2] AS INT)))) AS _templates")
+    ids = events.where("run_no IS NOT NULL").groupBy("run_id").agg(F.expr("collect_set(template_id) AS _ids"))
+    # Templates without version facts do not vote. The facts, and the number of templates of each family,
+    # come from a second aggregation (on the first one's partitioning: no shuffle) rather than from
+    # expressions over the array: the optimizer copies such an expression into each lambda below that
+    # reads it, where every copy would look every id up again, per line and per template.
+    found = ids.selectExpr("run_id", "explode(_ids) AS id").selectExpr(
+        "run_id", "id", f"split({facts}[id], '/') AS v").where("v IS NOT NULL")
+    per_run = found.groupBy("run_id").agg(
+        F.expr("collect_list(named_struct('id', id, 'v', named_struct('family', v[0], 'lo', CAST(v[1] AS INT),"
+               " 'hi', CAST(v[2] AS INT)))) AS _templates"),
+        *[F.expr(f"count_if(v[0] = {sql_str(family)}) AS {_family_count(family)}") for family in KNOWN_LINES])
     # The product's own templates decide (Kafka client lines share the Kafka version): the family most of
-    # the run's templates belong to, ties broken by name.
-    per_run = per_run.selectExpr(
-        "run_id", "_templates",
-        "array_min(transform(array_distinct(transform(_templates, t -> t.v.family)),"
-        " f -> named_struct('fewer', -size(filter(_templates, t -> t.v.family = f)), 'family', f))).family AS _family")
+    # the run's templates belong to, ties broken by name (a family without templates never wins: the run
+    # has at least one).
+    most = ", ".join(f"named_struct('fewer', -{_family_count(family)}, 'family', {sql_str(family)})"
+                     for family in KNOWN_LINES)
+    per_run = per_run.selectExpr("run_id", "_templates", f"array_min(array({most})).family AS _family")
     # Each known line of that family, with the templates that cover it (lines nobody covers are left out).
     per_run = per_run.selectExpr(
         "run_id", f"filter(transform({lines}[_family], line -> named_struct('line', line, 'voters',"
