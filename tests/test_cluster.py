@@ -144,9 +144,25 @@ def test_connect_session_takes_adaptive_settings_only_where_allowed():
     assert open_conf.values["spark.sql.adaptive.coalescePartitions.enabled"] == "true"
     assert SHUFFLE_WIDTH not in open_conf.values
 
-    locked = ServerConf({"spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled"})
+    locked = ServerConf({"spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled",
+                         "spark.sql.optimizer.mapLookupHashThreshold"})
     apply_runtime_settings(locked, connect_settings())
     assert locked.values == {"spark.sql.session.timeZone": "UTC"}
 
     with pytest.raises(RuntimeError, match="CANNOT_MODIFY_CONFIG"):
         apply_runtime_settings(ServerConf({"spark.sql.session.timeZone"}), connect_settings())
+
+
+def test_the_toolkits_constant_maps_are_looked_up_through_a_hash_index(spark):
+    """The classifier's dispatch map and the version facts are above the session's hash-lookup size.
+
+    Below it Spark compares a key with every entry of the map for every row; the default (1000 entries)
+    is above both maps, so without the toolkit's setting each lookup scans hundreds of keys."""
+    from toolkit.catalogue import load_templates
+    from toolkit.events.classifier import _dispatch_keys
+    from toolkit.events.versions import template_version_rows
+    from toolkit.spark import MAP_LOOKUP_HASH_THRESHOLD
+
+    threshold = int(spark.conf.get(MAP_LOOKUP_HASH_THRESHOLD))
+    dispatch_words = set(_dispatch_keys(load_templates()))
+    assert len(dispatch_words) >= threshold and len(template_version_rows()) >= threshold

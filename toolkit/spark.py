@@ -26,6 +26,8 @@ from toolkit import jvm
 from toolkit.shipped import env_switch
 
 DEFAULT_MASTER = "local[*]"
+#: Smallest constant map Spark looks keys up in through a hash index (see ``_BASE_CONF``).
+MAP_LOOKUP_HASH_THRESHOLD = "spark.sql.optimizer.mapLookupHashThreshold"
 
 # Settings for every session the toolkit starts. Incident bundles are megabytes to a few
 # gigabytes: adaptive execution coalesces shuffle output to what the data needs.
@@ -41,6 +43,10 @@ _BASE_CONF: dict[str, str] = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    # The constant maps of the classifier (dispatch word -> templates) and of the timeline (template ->
+    # versions) hold hundreds of keys; at or above this size Spark looks a key up in a hash index built
+    # once per query, below it (its default is 1000) it compares the key with every entry, for every row.
+    MAP_LOOKUP_HASH_THRESHOLD: "32",
 }
 
 #: The log4j2 configuration the embedded driver starts with: Spark's own logging goes to a file.
@@ -109,7 +115,8 @@ def default_log_file() -> Path:
 _RUNTIME_CONF = ("spark.sql.session.timeZone",)
 # Asked of a Connect server too, but only where it lets a client change them: the shuffle width is
 # never pinned there (the server's default knows its cluster), adaptive execution narrows it instead.
-_OPTIONAL_RUNTIME_CONF = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled")
+_OPTIONAL_RUNTIME_CONF = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled",
+                          MAP_LOOKUP_HASH_THRESHOLD)
 
 _LOCAL_CORES = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
 
@@ -154,7 +161,8 @@ def session_settings(master: str, conf: Mapping[str, str] | None = None) -> dict
 
 
 def connect_settings(conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The settings a Spark Connect client asks of its server: time zone and adaptive execution, plus ``conf``.
+    """The settings a Spark Connect client asks of its server: time zone, adaptive execution and the map
+    lookup threshold, plus ``conf``.
 
     No shuffle width: the server was started for its cluster and keeps its own.
     """
