@@ -20,7 +20,7 @@ from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
 from toolkit.sqltext import earliest, sql_list, sql_str
-from toolkit.timeline.sql import conform, sql_map
+from toolkit.timeline.sql import conform, quoted, sql_map
 
 # --------------------------------------------------------------------------- helpers
 
@@ -203,10 +203,6 @@ def _key_text(key: str) -> str:
     return f"concat_ws('.', CAST(CAST({key} / 100 AS INT) AS STRING), CAST({key} % 100 AS STRING))"
 
 
-def _family_count(family: str) -> str:
-    return "_n_" + "".join(ch if ch.isalnum() else "_" for ch in family)
-
-
 def version_ranges(events: DataFrame) -> DataFrame:
     """Per run: the release lines most of the templates seen in it were printed by, and the evidence.
 
@@ -232,11 +228,11 @@ def version_ranges(events: DataFrame) -> DataFrame:
     per_run = found.groupBy("run_id").agg(
         F.expr("collect_list(named_struct('id', id, 'v', named_struct('family', v[0], 'lo', CAST(v[1] AS INT),"
                " 'hi', CAST(v[2] AS INT)))) AS _templates"),
-        *[F.expr(f"count_if(v[0] = {sql_str(family)}) AS {_family_count(family)}") for family in KNOWN_LINES])
+        *[F.expr(f"count_if(v[0] = {sql_str(family)}) AS {quoted('_n_' + family)}") for family in KNOWN_LINES])
     # The product's own templates decide (Kafka client lines share the Kafka version): the family most of
     # the run's templates belong to, ties broken by name (a family without templates never wins: the run
     # has at least one).
-    most = ", ".join(f"named_struct('fewer', -{_family_count(family)}, 'family', {sql_str(family)})"
+    most = ", ".join(f"named_struct('fewer', -{quoted('_n_' + family)}, 'family', {sql_str(family)})"
                      for family in KNOWN_LINES)
     per_run = per_run.selectExpr("run_id", "_templates", f"array_min(array({most})).family AS _family")
     # Each known line of that family, with the templates that cover it (lines nobody covers are left out).
