@@ -40,6 +40,23 @@ def spark():
     session.stop()
 
 
+@pytest.fixture
+def small_plan_settings(spark):
+    """The shared session's small-input settings (``toolkit.jvm.SMALL_INPUT_SQL_CONF``) put back as they were
+    before the test: a test that switches them must not leave, e.g., Spark's default shuffle width to the
+    tests after it."""
+    from toolkit import jvm
+
+    keys = [*jvm.SMALL_INPUT_SQL_CONF, jvm._APPLIED_MARK]
+    before = {key: spark.conf.get(key, None) for key in keys}
+    yield spark.conf
+    for key, value in before.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -211,7 +211,7 @@ def test_detect_command_reuses_the_parse_cache(spark, tmp_path, capsys):
     assert second.out == first.out
 
 
-def test_records_read_back_from_the_cache_keep_the_long_line_guard(spark, tmp_path):
+def test_records_read_back_from_the_cache_keep_the_long_line_guard(spark, small_plan_settings, tmp_path):
     """A re-run whose files all come from the cache reads no raw line: the longest line kept with the
     entry decides whether generated code comes back on, as the first pass did in the first run."""
     from toolkit import jvm
@@ -222,31 +222,27 @@ def test_records_read_back_from_the_cache_keep_the_long_line_guard(spark, tmp_pa
     (bundle / "h-0" / "app.log").write_text(LINE.format(1) + LINE.format(2).replace("RUNNING", long_message))
     cache = ParseCache(tmp_path / "cache")
     conf = spark.conf
-    try:
-        jvm.plan_for_input(spark, 10_000)
-        _run(spark, bundle, tmp_path / "out1", cache)
-        assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
-        (meta,) = [p for p in (tmp_path / "cache" / "meta").glob("*.json") if p.name.count(".") == 1]
-        kept = json.loads(meta.read_text())
-        assert kept["longest_line"] == len(LINE.format(2).replace("RUNNING", long_message).rstrip("\n"))
+    jvm.plan_for_input(spark, 10_000)
+    _run(spark, bundle, tmp_path / "out1", cache)
+    assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    (meta,) = [p for p in (tmp_path / "cache" / "meta").glob("*.json") if p.name.count(".") == 1]
+    kept = json.loads(meta.read_text())
+    assert kept["longest_line"] == len(LINE.format(2).replace("RUNNING", long_message).rstrip("\n"))
 
-        jvm.plan_for_input(spark, 10_000)
-        said, _, rows = _run(spark, bundle, tmp_path / "out2", cache)
-        assert "1 of 1 log files unchanged since an earlier run (cache)" in said
-        assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
-        assert any(long_message in message for _, _, message in rows)
+    jvm.plan_for_input(spark, 10_000)
+    said, _, rows = _run(spark, bundle, tmp_path / "out2", cache)
+    assert "1 of 1 log files unchanged since an earlier run (cache)" in said
+    assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    assert any(long_message in message for _, _, message in rows)
 
-        # an entry kept before lengths were measured: taken as long
-        meta.write_text(json.dumps({k: v for k, v in kept.items() if k != "longest_line"}))
-        jvm.plan_for_input(spark, 10_000)
-        _run(spark, bundle, tmp_path / "out3", cache)
-        assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    # an entry kept before lengths were measured: taken as long
+    meta.write_text(json.dumps({k: v for k, v in kept.items() if k != "longest_line"}))
+    jvm.plan_for_input(spark, 10_000)
+    _run(spark, bundle, tmp_path / "out3", cache)
+    assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
 
-        # short lines kept: the small-input settings stay
-        meta.write_text(json.dumps({**kept, "longest_line": 200}))
-        jvm.plan_for_input(spark, 10_000)
-        _run(spark, bundle, tmp_path / "out4", cache)
-        assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
-    finally:
-        for key in jvm.SMALL_INPUT_SQL_CONF:
-            conf.unset(key)
+    # short lines kept: the small-input settings stay
+    meta.write_text(json.dumps({**kept, "longest_line": 200}))
+    jvm.plan_for_input(spark, 10_000)
+    _run(spark, bundle, tmp_path / "out4", cache)
+    assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"

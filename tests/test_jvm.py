@@ -37,34 +37,55 @@ def test_small_inputs_get_the_quick_jit_and_large_or_unknown_ones_do_not() -> No
         assert options[:2] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
-def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(spark) -> None:
-    conf = spark.conf
+def _plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_plan_for_input_switches_generated_code_off_for_small_inputs_and_back(spark, small_plan_settings) -> None:
+    conf = small_plan_settings
     jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)  # whatever an earlier analysis in this session chose
     assert conf.get("spark.sql.codegen.wholeStage") == "true"
-    try:
-        conf.set("spark.sql.autoBroadcastJoinThreshold", "1048576")  # the session's own, kept after a small input
-        jvm.plan_for_input(spark, 10_000)
-        assert conf.get("spark.sql.codegen.wholeStage") == "false"
-        assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
-        # the test session runs on local[2]: no adaptive stages, no automatic broadcasts
-        assert conf.get("spark.sql.adaptive.enabled") == "false"
-        assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1"
-        small, other = spark.range(5), spark.range(3)
-        assert "Broadcast" not in small.join(other, "id")._jdf.queryExecution().executedPlan().toString()
-        assert spark.range(5).selectExpr("sum(id * 2) AS s").first()["s"] == 20
-        jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
-        assert conf.get("spark.sql.codegen.wholeStage") == "true"
-        assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
-        assert conf.get("spark.sql.adaptive.enabled") == "true"
-        assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "1048576"
-        assert "Broadcast" in small.join(other, "id")._jdf.queryExecution().executedPlan().toString()
-        # a setting the user made is not undone by a large input
-        conf.set("spark.sql.codegen.wholeStage", "false")
-        jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
-        assert conf.get("spark.sql.codegen.wholeStage") == "false"
-    finally:
-        for key in jvm.SMALL_INPUT_SQL_CONF:
-            conf.unset(key)
+    conf.set("spark.sql.autoBroadcastJoinThreshold", "1048576")  # the session's own, kept after a small input
+    jvm.plan_for_input(spark, 10_000)
+    assert conf.get("spark.sql.codegen.wholeStage") == "false"
+    assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+    # the test session runs on local[2]: no adaptive stages, no automatic broadcasts
+    assert conf.get("spark.sql.adaptive.enabled") == "false"
+    assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "-1"
+    small, other = spark.range(5), spark.range(3)
+    assert "Broadcast" not in _plan(small.join(other, "id"))
+    assert spark.range(5).selectExpr("sum(id * 2) AS s").first()["s"] == 20
+    jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
+    assert conf.get("spark.sql.codegen.wholeStage") == "true"
+    assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    assert conf.get("spark.sql.adaptive.enabled") == "true"
+    assert conf.get("spark.sql.autoBroadcastJoinThreshold") == "1048576"
+    assert "Broadcast" in _plan(small.join(other, "id"))
+    # a setting the user made is not undone by a large input
+    conf.set("spark.sql.codegen.wholeStage", "false")
+    jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
+    assert conf.get("spark.sql.codegen.wholeStage") == "false"
+
+
+def test_small_inputs_join_single_partitions_in_place_however_large_spark_estimates_a_join(
+        spark, small_plan_settings) -> None:
+    def joined(how: str):
+        # Spark estimates a join's output as the product of its inputs' sizes: here 800 kB x 800 kB, far
+        # above its 128 MB limit for joining single partitions without a shuffle. A frame's plan is made
+        # once, so each setting gets frames of its own.
+        one, two, three = (spark.range(100_000).coalesce(1) for _ in range(3))
+        return one.join(two, "id", how).join(three, "id", how)
+
+    jvm.plan_for_input(spark, 10 * jvm.SMALL_INPUT_BYTES)
+    small_plan_settings.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    small_plan_settings.set("spark.sql.shuffle.partitions", "2")
+    assert "Exchange hashpartitioning(id#" in _plan(joined("left"))
+    jvm.plan_for_input(spark, 10_000)
+    assert "Exchange" not in _plan(joined("left"))
+    assert joined("left").count() == 100_000
+    # where a shuffle remains (an inner join's output joined again), it has one partition
+    inner = _plan(joined("inner"))
+    assert ", 1), ENSURE_REQUIREMENTS" in inner and ", 2), ENSURE_REQUIREMENTS" not in inner
 
 
 def test_a_larger_input_puts_back_what_the_session_had_and_keeps_what_its_user_changed() -> None:
@@ -99,18 +120,14 @@ def test_a_cluster_keeps_adaptive_execution_and_a_refused_setting_skips_only_its
     assert local.conf.values["spark.sql.autoBroadcastJoinThreshold"] == "-1"
 
 
-def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark) -> None:
+def test_a_line_longer_than_a_megabyte_turns_generated_code_back_on(spark, small_plan_settings) -> None:
     conf = spark.conf
-    try:
-        jvm.plan_for_input(spark, 10_000)
-        jvm.plan_for_lines(spark, jvm.LONG_LINE_CHARS)
-        assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
-        jvm.plan_for_lines(spark, jvm.LONG_LINE_CHARS + 1)
-        assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
-        assert conf.get("spark.sql.codegen.wholeStage") == "true"
-    finally:
-        for key in jvm.SMALL_INPUT_SQL_CONF:
-            conf.unset(key)
+    jvm.plan_for_input(spark, 10_000)
+    jvm.plan_for_lines(spark, jvm.LONG_LINE_CHARS)
+    assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+    jvm.plan_for_lines(spark, jvm.LONG_LINE_CHARS + 1)
+    assert conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    assert conf.get("spark.sql.codegen.wholeStage") == "true"
 
 
 @pytest.fixture

@@ -36,19 +36,26 @@ _COMPRESSED = (".gz", ".tgz", ".zip", ".bz2", ".xz", ".zst", ".zstd", ".lz4", ".
 
 #: Session settings for small inputs: expressions are evaluated by the interpreter instead of being
 #: compiled to Java per query (Spark's own internal switch; a server that refuses it keeps compiling);
-#: on a local master, no adaptive query stages and no automatic broadcast joins either (see
-#: :data:`LOCAL_ONLY_SQL_CONF`).
+#: on a local master, no adaptive query stages, no automatic broadcast joins and no shuffles between
+#: single partitions either (see :data:`LOCAL_ONLY_SQL_CONF`).
 SMALL_INPUT_SQL_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.maxSinglePartitionBytes": str(2**62),
+    "spark.sql.shuffle.partitions": "1",
 }
 #: Small-input settings applied on a local master only. A small bundle's tables are single partitions, so
 #: a join needs neither a shuffle nor a broadcast, and each adaptive stage or broadcast is one more Spark job
-#: (about 37 of a sample's 88). A cluster keeps them: without adaptive execution its unpinned shuffle width
-#: (200 by default) would not be narrowed to what a small input needs.
-LOCAL_ONLY_SQL_CONF = frozenset({"spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold"})
+#: (about 37 of a sample's 88). Spark joins two single partitions in place only while it estimates each side
+#: below ``maxSinglePartitionBytes`` (128 MB); its estimate for the output of a join is the product of the
+#: inputs' sizes, so a join of a join was shuffled; and where a shuffle remains (an inner join's output
+#: joined again), one output partition instead of a task per core. A cluster keeps Spark's settings:
+#: without adaptive execution its unpinned shuffle width (200 by default) would not be narrowed to what a
+#: small input needs.
+LOCAL_ONLY_SQL_CONF = frozenset({"spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold",
+                                 "spark.sql.maxSinglePartitionBytes", "spark.sql.shuffle.partitions"})
 _APPLIED_MARK = "stream_incident.small_input_plan"
 #: A line longer than this many characters turns generated code back on: interpreted expressions do
 #: not share common subexpressions, so each step of the per-line parse copies such a line again
