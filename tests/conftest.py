@@ -106,12 +106,14 @@ def eos_report(tmp_path_factory):
     Spark is given no Python for its workers: the analysis and the report must not need one (a cluster's
     executors may have none), so a step that starts a Python worker fails the command."""
     out = tmp_path_factory.mktemp("eos-report")
-    env = {**os.environ, "PYSPARK_PYTHON": str(out / "no-python-for-spark-workers")}
+    spark_local = tmp_path_factory.mktemp("eos-report-spark-local")  # the kernel's driver keeps its blocks here
+    env = {**os.environ, "PYSPARK_PYTHON": str(out / "no-python-for-spark-workers"),
+           "SPARK_LOCAL_DIRS": str(spark_local)}
     run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(EOS_SAMPLE), "--out", str(out)],
                          capture_output=True, text=True, cwd=str(REPO), timeout=1800, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     return SimpleNamespace(html=out / "report.html", notebook=out / "report.ipynb", findings=out / "findings.json",
-                           console=run.stdout + run.stderr)
+                           console=run.stdout + run.stderr, spark_local=spark_local)
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import json
 import re
 import struct
 import subprocess
+import time
 import zlib
 from pathlib import Path
 
@@ -160,6 +161,19 @@ def test_report_command_console_is_quiet(eos_report):
     assert others and others[0].startswith("Wrote ") and all(o.startswith(("Wrote ", "      ")) for o in others), others
     logs = eos_report.html.parent / "logs"
     assert (logs / "spark.log").stat().st_size > 0 and (logs / "kernel.log").exists()
+
+
+def test_the_report_kernel_is_stopped_so_that_its_spark_driver_cleans_up(eos_report):
+    """The finished kernel is terminated soon after its shutdown request (a kernel holding a Spark session
+    does not exit on the request alone); the signal reaches its driver, which deletes its block manager
+    and scratch directories, as an orderly exit would. Killed instead, it would leave them behind."""
+    from toolkit.report.runner import KERNEL_SHUTDOWN_WAIT_S, report_kernel_manager
+
+    assert report_kernel_manager(None).shutdown_wait_time == KERNEL_SHUTDOWN_WAIT_S
+    deadline = time.monotonic() + 30
+    while any(eos_report.spark_local.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not any(eos_report.spark_local.iterdir()), sorted(p.name for p in eos_report.spark_local.iterdir())
 
 
 def test_eos_report_files_and_ranked_findings(eos_report):

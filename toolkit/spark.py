@@ -28,6 +28,8 @@ from toolkit.shipped import env_switch
 DEFAULT_MASTER = "local[*]"
 #: Smallest constant map Spark looks keys up in through a hash index (see ``_BASE_CONF``).
 MAP_LOOKUP_HASH_THRESHOLD = "spark.sql.optimizer.mapLookupHashThreshold"
+#: Case mappings (``lower``, ``upper``) through the ICU library rather than the JVM (see ``_BASE_CONF``).
+ICU_CASE_MAPPINGS = "spark.sql.icu.caseMappings.enabled"
 
 # Settings for every session the toolkit starts. Incident bundles are megabytes to a few
 # gigabytes: adaptive execution coalesces shuffle output to what the data needs.
@@ -47,6 +49,10 @@ _BASE_CONF: dict[str, str] = {
     # versions) hold hundreds of keys; at or above this size Spark looks a key up in a hash index built
     # once per query, below it (its default is 1000) it compares the key with every entry, for every row.
     MAP_LOOKUP_HASH_THRESHOLD: "32",
+    # lower()/upper() through ICU (Spark 4's default) first builds a title-case table of every Unicode
+    # code point: 1-2 s of a cold command, for the ASCII words the toolkit compares. The JVM's own case
+    # mapping gives the same result for them and needs no table.
+    ICU_CASE_MAPPINGS: "false",
 }
 
 #: The log4j2 configuration the embedded driver starts with: Spark's own logging goes to a file.
@@ -116,7 +122,7 @@ _RUNTIME_CONF = ("spark.sql.session.timeZone",)
 # Asked of a Connect server too, but only where it lets a client change them: the shuffle width is
 # never pinned there (the server's default knows its cluster), adaptive execution narrows it instead.
 _OPTIONAL_RUNTIME_CONF = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled",
-                          MAP_LOOKUP_HASH_THRESHOLD)
+                          MAP_LOOKUP_HASH_THRESHOLD, ICU_CASE_MAPPINGS)
 
 _LOCAL_CORES = re.compile(r"^local(?:\[(\d+|\*)(?:,\s*\d+)?\])?$")
 

@@ -84,11 +84,14 @@ def template_version_map() -> str:
     """SQL text: a map from template id to ``family/lo/hi`` for the shipped catalogue (the rows of
     :func:`template_versions`, looked up without a join).
 
-    One string literal parsed by ``str_to_map`` (the optimizer folds it once): a literal map of several
-    hundred entries costs the analyzer noticeable time in every plan that holds it.
+    Two string literals split into the keys and the values (the optimizer folds them once): a literal
+    map of several hundred entries costs the analyzer noticeable time in every plan that holds it.
+    Not ``str_to_map``: Spark 4 splits its text with a collation-aware helper whose first use builds a
+    table of every Unicode code point (seconds of a cold command).
     """
     rows = _shipped_version_rows()
     if any(ch in tid for tid, *_ in rows for ch in ",=/'\\"):
         raise ValueError("template ids must not contain , = / ' or \\")
-    text = ",".join(f"{tid}={family}/{lo}/{hi}" for tid, family, lo, hi in rows)
-    return f"str_to_map('{text}', ',', '=')"
+    keys = ",".join(tid for tid, *_ in rows)
+    values = ",".join(f"{family}/{lo}/{hi}" for _tid, family, lo, hi in rows)
+    return f"map_from_arrays(split('{keys}', ','), split('{values}', ','))"

@@ -63,18 +63,22 @@ def spark_log_file(out_dir: Path) -> Path:
 
 def investigate(params: ReportParameters, progress: Progress | None = None) -> ReportView:
     """Start Spark and run ``toolkit.pipeline.run`` with the parameters' analysis options (which also
-    writes ``out_dir/findings.json``); then narrow the findings to the scope the parameters ask for."""
+    writes ``out_dir/findings.json``); then narrow the findings to the scope the parameters ask for.
+
+    ``toolkit.viz`` (with Altair, seconds to import) is imported on a thread meanwhile: import it after
+    this returns rather than before."""
     from toolkit.jvm import input_bytes
     from toolkit.pipeline import run
     from toolkit.spark import get_spark
 
     say = progress or default_progress()
     t0 = time.monotonic()
+    # The charts' module (Altair) takes seconds to import; it loads while Spark starts and works (mostly
+    # waiting on the JVM).
+    threading.Thread(target=importlib.import_module, args=("toolkit.viz",), name="import-viz", daemon=True).start()
     say("starting Spark")
     spark = get_spark(master=params.spark_master, remote=params.spark_remote,
                       log_file=spark_log_file(params.out_dir), input_bytes=input_bytes([params.bundle]))
-    # The chart library takes seconds to import; it loads while Spark works (mostly waiting on the JVM).
-    threading.Thread(target=importlib.import_module, args=("altair",), name="import-altair", daemon=True).start()
     inv = run(spark, params.bundle, params.out_dir, params.options, progress=say)
     analysis, findings = inv.analysis, inv.findings
     notes: list[str] = []
