@@ -37,6 +37,40 @@ def test_small_inputs_get_the_quick_jit_and_large_or_unknown_ones_do_not() -> No
         assert options[:2] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
+def test_a_small_inputs_driver_skips_bytecode_verification_where_java_allows_it(monkeypatch, tmp_path: Path) -> None:
+    """Verification is off in the quick driver of a small input (a Java release known to take the option, not
+    turned off), never for a large input, and never in the warm-up JVM that writes the class archive."""
+    from toolkit import warmup
+
+    def options(size: int | None = 1024, **kw) -> list[str]:
+        jvm.java_feature_release.cache_clear()
+        return jvm.driver_java_options(size, archive=False, **kw)
+
+    monkeypatch.delenv(jvm.SKIP_VERIFY_ENV, raising=False)
+    fake_java = tmp_path / "jdk"
+    (fake_java / "bin").mkdir(parents=True)
+    (fake_java / "bin" / "java").write_text("")
+    monkeypatch.setenv("JAVA_HOME", str(fake_java))
+    try:
+        for release, skips in (('JAVA_VERSION="17.0.15"', True), ('JAVA_VERSION="21.0.2"', True),
+                               ('JAVA_VERSION="25"', False), ('IMPLEMENTOR="x"', False)):
+            (fake_java / "release").write_text(f'IMPLEMENTOR="x"\n{release}\n')
+            assert (options()[-2:] == list(jvm.NO_VERIFY_OPTIONS)) is skips, release
+        (fake_java / "release").unlink()
+        assert not set(jvm.NO_VERIFY_OPTIONS) & set(options())  # a Java whose release is unknown
+        (fake_java / "release").write_text('JAVA_VERSION="17.0.15"\n')
+        assert not set(jvm.NO_VERIFY_OPTIONS) & set(options(jvm.SMALL_INPUT_BYTES + 1))
+        assert not set(jvm.NO_VERIFY_OPTIONS) & set(options(verify=True))
+        monkeypatch.setenv(jvm.SKIP_VERIFY_ENV, "0")
+        assert not set(jvm.NO_VERIFY_OPTIONS) & set(options())
+        monkeypatch.delenv(jvm.SKIP_VERIFY_ENV)
+        assert set(jvm.NO_VERIFY_OPTIONS) <= set(options())
+        command = " ".join(warmup.warm_up_command(tmp_path / "x.partial", tmp_path))
+        assert "-XX:TieredStopAtLevel=1" in command and "BytecodeVerification" not in command
+    finally:
+        jvm.java_feature_release.cache_clear()
+
+
 def _plan(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 
@@ -201,13 +235,16 @@ def test_a_warm_up_keeps_the_archive_only_when_its_jvm_exited_cleanly(monkeypatc
 
 
 _MAPS_ARCHIVE = """
+import os
 import sys
 from toolkit import jvm
 from toolkit.spark import get_spark
 options = jvm.driver_java_options
 # -Xshare:on: the JVM refuses to start unless it can map the archive it is given
 jvm.driver_java_options = lambda size, **kw: options(size, **kw) + ["-Xshare:on"] + sys.argv[1:]
-spark = get_spark("local[1]", log_file=jvm.archive_dir() / "check.log")
+# SMALL=1: the driver of a small input, which starts without bytecode verification
+size = 1024 if os.environ.get("SMALL") else None
+spark = get_spark("local[1]", log_file=jvm.archive_dir() / "check.log", input_bytes=size)
 print(spark.range(3).count())
 """
 
@@ -229,6 +266,9 @@ def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(archive_cache:
     assert mapped.returncode == 0 and mapped.stdout.strip().splitlines()[-1] == "3", mapped.stderr[-2000:]
     # "(top)": the archive the warm-up wrote, on top of the JDK's own
     assert loads.read_text().count("source: shared objects file (top)") > 1000
+    # the quick driver of a small input (no bytecode verification) maps the same archive
+    quick = subprocess.run(check, env={**env, "SMALL": "1"}, capture_output=True, text=True, timeout=300)
+    assert quick.returncode == 0 and quick.stdout.strip().splitlines()[-1] == "3", quick.stderr[-2000:]
     # the control: the same start with an archive that is not a valid one fails
     bogus = tmp_path / "bogus.jsa"
     bogus.write_bytes(b"not an archive")

@@ -14,9 +14,11 @@ has built one (:mod:`toolkit.warmup`)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Iterable
@@ -28,6 +30,9 @@ ARCHIVE_ENV = "STREAM_INCIDENT_CLASS_ARCHIVE"
 #: Where the class archive is kept, when not in ``<cache>/jvm`` (e.g. a run with a throw-away cache that
 #: should still start with this machine's archive).
 ARCHIVE_DIR_ENV = "STREAM_INCIDENT_CLASS_ARCHIVE_DIR"
+#: Set to ``0`` (or ``off``, ``false``, ``no``) to keep bytecode verification on in the driver of a small input
+#: (see :data:`NO_VERIFY_OPTIONS`).
+SKIP_VERIFY_ENV = "STREAM_INCIDENT_SKIP_CLASS_VERIFICATION"
 #: Inputs up to this many bytes (estimated uncompressed) run with the small-input settings.
 SMALL_INPUT_BYTES = 32 * 2**20
 #: Compressed files and archives count this many times their size (log text compresses about 8-15x).
@@ -65,6 +70,14 @@ LONG_LINE_CHARS = 1 << 20
 #: The JIT for a short-lived JVM: first tier only, with room for everything it compiles (the first-tier
 #: default of 48 MB fills up on a sample, and a full code cache fails queries).
 QUICK_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m")
+#: No bytecode verification of the classes loaded from jars. A short-lived driver of a small input spends
+#: about 4 s of its start verifying the twenty thousand classes it loads, all from the JDK and the Spark
+#: jars installed with it (classes the class archive holds were verified when it was written, and the
+#: archive is written with verification on). A diagnostic switch since Java 13, hence the unlock option;
+#: only given to the Java releases in :data:`NO_VERIFY_JAVA`.
+NO_VERIFY_OPTIONS = ("-XX:+UnlockDiagnosticVMOptions", "-XX:-BytecodeVerificationRemote")
+#: Java feature releases known to take :data:`NO_VERIFY_OPTIONS` (Spark 4 needs 17 or newer).
+NO_VERIFY_JAVA = range(17, 22)
 #: The JVM's own warnings go to stderr, which is the Spark log
 #: file; by default they go to stdout, where they would mix with a command's JSON.
 LOG_OPTIONS = ("-Xlog:disable", "-Xlog:all=warning:stderr")
@@ -141,13 +154,35 @@ def plan_for_lines(spark: Any, longest_line: int) -> None:
         plan_for_input(spark, None)
 
 
-def driver_java_options(size: int | None, *, archive: bool = True) -> list[str]:
+def driver_java_options(size: int | None, *, archive: bool = True, verify: bool = False) -> list[str]:
     """Extra options for an embedded driver JVM that will read about ``size`` bytes (None: unknown);
-    with ``archive``, this machine's class archive when it has one (:mod:`toolkit.warmup` builds it)."""
+    with ``archive``, this machine's class archive when it has one (:mod:`toolkit.warmup` builds it);
+    with ``verify``, bytecode verification stays on whatever the size (see :func:`skips_verification`)."""
     options = list(LOG_OPTIONS)
     if is_small(size):
         options += QUICK_JIT_OPTIONS
+        if not verify and skips_verification():
+            options += NO_VERIFY_OPTIONS
     return options + (class_archive_options() if archive else [])
+
+
+def skips_verification() -> bool:
+    """True when a small input's driver starts without bytecode verification (:data:`NO_VERIFY_OPTIONS`): not
+    turned off by ``$STREAM_INCIDENT_SKIP_CLASS_VERIFICATION``, and a Java release that takes the options."""
+    return env_switch(SKIP_VERIFY_ENV, default=True) and java_feature_release() in NO_VERIFY_JAVA
+
+
+@functools.cache
+def java_feature_release() -> int | None:
+    """The feature release (17, 21...) of the Java that would run Spark, from its ``release`` file; None when
+    unknown."""
+    java = _java_executable()
+    try:
+        text = (java.parent.parent / "release").read_text(encoding="utf-8") if java else ""
+    except OSError:
+        return None
+    found = re.search(r'^JAVA_VERSION="(\d+)', text, re.MULTILINE)
+    return int(found.group(1)) if found else None
 
 
 def _java_executable() -> Path | None:

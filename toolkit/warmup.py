@@ -68,8 +68,9 @@ def warm_up_command(partial: Path, samples_dir: Path, master: str = "local[2]") 
     home = spark_home()
     if home is None:
         raise ArchiveError("no Spark installation found (install pyspark or set SPARK_HOME)")
-    java = " ".join(map(quote_java_option, ["-Duser.timezone=UTC", *driver_java_options(0, archive=False),
-                                            f"-XX:ArchiveClassesAtExit={partial}"]))
+    # Written with bytecode verification on, so that a driver that verifies can use it too.
+    options = driver_java_options(0, archive=False, verify=True)
+    java = " ".join(map(quote_java_option, ["-Duser.timezone=UTC", *options, f"-XX:ArchiveClassesAtExit={partial}"]))
     settings = session_settings(master, {"spark.driver.extraJavaOptions": java})
     cmd = [str(home / "bin" / "spark-submit"), "--master", master, "--name", "stream-incident-warm-up",
            "--driver-memory", settings.pop("spark.driver.memory", "1g")]
