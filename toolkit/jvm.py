@@ -70,8 +70,8 @@ LONG_LINE_CHARS = 1 << 20
 #: The JIT for a short-lived JVM: first tier only, with room for everything it compiles (the first-tier
 #: default of 48 MB fills up on a sample, and a full code cache fails queries).
 QUICK_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m")
-#: No bytecode verification of the classes loaded from jars. A short-lived driver of a small input spends
-#: about 4 s of its start verifying the twenty thousand classes it loads, all from the JDK and the Spark
+#: No bytecode verification of the classes loaded from jars. A short-lived driver of a small input spent
+#: 2-4 s of its start verifying the twenty thousand classes it loads, all from the JDK and the Spark
 #: jars installed with it (classes the class archive holds were verified when it was written, and the
 #: archive is written with verification on). A diagnostic switch since Java 13, hence the unlock option;
 #: only given to the Java releases in :data:`NO_VERIFY_JAVA`.

@@ -87,7 +87,7 @@ def template_version_map() -> str:
     Two string literals split into the keys and the values (the optimizer folds them once): a literal
     map of several hundred entries costs the analyzer noticeable time in every plan that holds it.
     Not ``str_to_map``: Spark 4 splits its text with a collation-aware helper whose first use builds a
-    table of every Unicode code point (seconds of a cold command).
+    table of every Unicode code point (gigabytes of short-lived objects in a cold command).
     """
     rows = _shipped_version_rows()
     if any(ch in tid for tid, *_ in rows for ch in ",=/'\\"):
