@@ -192,6 +192,28 @@ def test_the_class_archive_is_used_once_it_exists_and_can_be_turned_off(monkeypa
     assert jvm.class_archive_options() == []  # kept elsewhere, and none there
 
 
+def test_a_command_without_a_class_archive_suggests_the_warm_up_once_it_has_run(
+        spark, monkeypatch, archive_cache: Path, capsys) -> None:
+    """``detect`` that started its own driver without an archive ends with a tip line on stderr (not with
+    ``--quiet``, not once the archive exists, not when the archive is turned off)."""
+    from toolkit.cli import main
+
+    sample = Path(__file__).resolve().parent.parent / "sample_logs" / "kafka-restore-skipped"
+    argv = ["detect", str(sample), "--format", "json", "--master", "local[2]", "--no-cache"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1].endswith(jvm.warm_up_hint()), captured.err[-800:]
+    assert "stream-incident warm-up" in jvm.warm_up_hint() and captured.out.startswith("{")
+    assert main([*argv, "--quiet"]) == 0 and capsys.readouterr().err == ""
+    final = jvm.archive_file()
+    final.parent.mkdir()
+    final.write_bytes(b"archive")
+    assert jvm.warm_up_hint() is None
+    final.unlink()
+    monkeypatch.setenv(jvm.ARCHIVE_ENV, "0")
+    assert jvm.warm_up_hint() is None
+
+
 def _fake_warm_up(exit_status: int, writes: bool = True, sleeps: float = 0):
     """A stand-in for the warm-up's JVM: writes the archive it is given (unless not ``writes``), sleeps
     ``sleeps`` seconds, then exits with ``exit_status``."""

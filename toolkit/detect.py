@@ -59,8 +59,8 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
 def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
     """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object."""
     from toolkit.pipeline import run as run_pipeline
-    from toolkit.jvm import input_bytes
-    from toolkit.spark import get_spark
+    from toolkit.jvm import input_bytes, warm_up_hint
+    from toolkit.spark import get_spark, is_connect
 
     start = time.monotonic()
     spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
@@ -69,6 +69,9 @@ def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any
         out = Path(args.out) if args.out else Path(scratch)
         inv = run_pipeline(spark, args.bundle, out, options_from_args(args),
                            progress=lambda m: _say(args, start, m))
+    hint = None if is_connect(spark) else warm_up_hint()
+    if hint:
+        _say(args, start, hint)
     return inv.findings, inv.findings_document()
 
 

@@ -234,6 +234,18 @@ def archive_file(key: str | None = None) -> Path | None:
     return archive_dir() / f"classes-{key}.jsa" if key else None
 
 
+def warm_up_hint() -> str | None:
+    """A line suggesting ``stream-incident warm-up`` to a command that started its own driver without a class
+    archive (None when there is one, when it is turned off, or when Java or Spark cannot be identified)."""
+    if not archive_enabled():
+        return None
+    final = archive_file()
+    if final is None or final.is_file():
+        return None
+    return (f"tip: `stream-incident warm-up` (once, about a minute) builds this machine's class archive, and later "
+            f"commands start their Spark seconds faster ({ARCHIVE_ENV}=0 turns the archive and this tip off)")
+
+
 def class_archive_options() -> list[str]:
     """JVM options that start an embedded driver with the archive, or ``[]`` when there is none to use."""
     if not archive_enabled():

@@ -114,7 +114,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def run(args: argparse.Namespace) -> int:
     """Run ``stream-incident report``; exit codes as the CLI's: 0 ok, 1 failed, 2 bad input, 3 no Spark."""
-    from toolkit.spark import VERBOSE_ENV
+    from toolkit.jvm import warm_up_hint
+    from toolkit.spark import VERBOSE_ENV, resolve_target
 
     say = console_progress(enabled=not args.quiet)
     verbose = bool(getattr(args, "verbose", False))
@@ -134,6 +135,9 @@ def run(args: argparse.Namespace) -> int:
         return exc.exit_code
     print(f"Wrote {files.html}\n      {files.notebook}\n      {files.findings}\n"
           f"      {files.html.parent / LOG_DIR}/ (Spark and kernel logs)")
+    hint = None if resolve_target(args.master, args.remote)[0] == "remote" else warm_up_hint()
+    if hint:
+        say(hint)
     return 0
 
 
