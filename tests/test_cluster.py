@@ -137,15 +137,16 @@ def test_shuffle_width_is_pinned_only_for_local_masters():
 
 
 def test_connect_session_takes_adaptive_settings_only_where_allowed():
-    from toolkit.spark import apply_runtime_settings, connect_settings
+    from toolkit.spark import ICU_CASE_MAPPINGS, apply_runtime_settings, connect_settings
 
     open_conf = ServerConf()
     apply_runtime_settings(open_conf, connect_settings())
     assert open_conf.values["spark.sql.adaptive.coalescePartitions.enabled"] == "true"
+    assert open_conf.values[ICU_CASE_MAPPINGS] == "false"  # the client asks for the JVM's case mapping too
     assert SHUFFLE_WIDTH not in open_conf.values
 
     locked = ServerConf({"spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled",
-                         "spark.sql.optimizer.mapLookupHashThreshold"})
+                         "spark.sql.optimizer.mapLookupHashThreshold", ICU_CASE_MAPPINGS})
     apply_runtime_settings(locked, connect_settings())
     assert locked.values == {"spark.sql.session.timeZone": "UTC"}
 
