@@ -12,7 +12,8 @@ For every size, on the same files (``benchmarks/data/``, generated once by ``dat
 * ``cold``      ``stream-incident detect BUNDLE`` as a fresh process with an empty parse cache (Spark
                 start included), then the same command again (the parse cache's re-run ratio);
 * ``warm``      ``benchmarks/pipeline.py``: analyse + detectors twice in one session, parse cache off;
-                warm = the second run (a re-analysis in the same session);
+                warm = the second run (a re-analysis in the same session); then once more to fill a parse
+                cache and twice on it: warm cached = the last (a re-analysis as a user repeats it);
 * ``local[1]``  the same worker with one core at one size, for the parallel speedup.
 
 Small bundles (every shipped sample, ``sample_logs/*``): ``detect`` and ``report`` cold (fresh
@@ -58,6 +59,8 @@ SCRATCH = HERE / "data" / "scratch"
 RESULTS_DIR = HERE / "results"
 SAMPLES_DIR = REPO / "sample_logs"
 QUICK_SIZES = "0.1"
+#: Runs of the warm worker on a parse cache it filled itself (a notebook re-run, or `detect` again in a session).
+CACHED_WARM_RUNS = 2
 PREFILTERS = ("python", "chunks", "grep")
 
 # The "done when" of the speed work, measured on the 2-core reference machine.
@@ -236,10 +239,12 @@ def run_detect_cold(bundle: Path, scratch: Path, twice: bool) -> dict:
     return res
 
 
-def run_worker(bundles: list[Path], scratch: Path, master: str, repeat: int, driver_memory: str | None) -> dict:
-    """benchmarks/pipeline.py: every bundle analysed and detected ``repeat`` times in one session."""
+def run_worker(bundles: list[Path], scratch: Path, master: str, repeat: int, driver_memory: str | None,
+               cached_runs: int = 0) -> dict:
+    """benchmarks/pipeline.py: every bundle analysed and detected ``repeat`` times in one session (parse cache
+    off), then with ``cached_runs`` once more to fill a parse cache and ``cached_runs`` times reading it."""
     cmd = [PYTHON, str(HERE / "pipeline.py"), *map(str, bundles), "--master", master, "--repeat", str(repeat),
-           "--scratch", str(scratch / "pipeline")]
+           "--scratch", str(scratch / "pipeline"), "--cached-runs", str(cached_runs)]
     if driver_memory:
         cmd += ["--driver-memory", driver_memory]
     w = watch(cmd, env=no_server_env(scratch / "worker-cache"), label=f"worker {master}", unset=NO_REMOTE)
@@ -355,7 +360,7 @@ def ratio(a, b):
     return a / b if a and b else None
 
 
-NO_WARM = {"first_run_s": None, "warm_s": None, "stages": {}}
+NO_WARM = {"first_run_s": None, "warm_s": None, "stages": {}, "cached_s": None}
 
 
 def _filled(row: dict) -> dict:
@@ -366,8 +371,8 @@ def _filled(row: dict) -> dict:
 
 def sizes_markdown(res: dict) -> str:
     head = ("| GB | lines | grep s | script python s | script chunks s | script grep s | toolkit cold s "
-            "| toolkit warm s | cold / script | warm / script | warm s per GB | re-run (cache) s | 1st / re-run "
-            "| driver peak MB | JVM peak MB |")
+            "| toolkit warm s | cold / script | warm / script | warm s per GB | warm, parse cache s "
+            "| warm cached / script | re-run (cache) s | 1st / re-run | driver peak MB | JVM peak MB |")
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     rows = [_filled(r) for r in res["sizes"]]
     for r in rows:
@@ -380,7 +385,8 @@ def sizes_markdown(res: dict) -> str:
             f"| {r['gb']:.3f} | {r['lines']:,} | {fmt(r['grep']['wall_s'], 2)} | {' | '.join(cells)} "
             f"| {fmt(cold.get('wall_s'))} | {fmt(warm_s)}{' (1st)' if warm_s and not warm['warm_s'] else ''} "
             f"| {fmt(ratio(cold.get('wall_s'), s['wall_s']), 2)} | {fmt(ratio(warm_s, s['wall_s']), 2)} "
-            f"| {fmt(per_gb)} | {fmt(cold.get('rerun_wall_s'))} "
+            f"| {fmt(per_gb)} | {fmt(warm.get('cached_s'))} | {fmt(ratio(warm.get('cached_s'), s['wall_s']), 2)} "
+            f"| {fmt(cold.get('rerun_wall_s'))} "
             f"| {fmt(ratio(cold.get('wall_s'), cold.get('rerun_wall_s')), 2)} "
             f"| {fmt(warm.get('driver_peak_rss_mb'), 0)} | {fmt(max(filter(None, [warm.get('jvm_peak_mb'), cold.get('jvm_peak_mb')]), default=None), 0)} |")
     out += ["", "`*` = the fastest prefilter, the one the ratios use. Ratios are toolkit / script: below 1 the "
@@ -433,8 +439,13 @@ def evaluate_targets(res: dict) -> list[tuple[str, str, str]]:
                      _verdict(cold, cold is not None and cold <= TARGETS["cold_vs_script_2gb_max"], two)))
         warm_s = at["warm"]["warm_s"] or at["warm"]["first_run_s"]
         warm = ratio(warm_s, at["script"]["wall_s"])
-        rows.append(("warm re-analysis at least as fast as the script", f"{fmt(warm, 2)}x {where}",
+        rows.append(("warm re-analysis at least as fast as the script (parse cache off)", f"{fmt(warm, 2)}x {where}",
                      _verdict(warm, warm is not None and warm <= TARGETS["warm_vs_script_max"], two)))
+        cached = ratio(at["warm"].get("cached_s"), at["script"]["wall_s"])
+        if cached is not None:
+            rows.append(("warm re-analysis at least as fast as the script (parse cache on, the default)",
+                         f"{fmt(cached, 2)}x {where}",
+                         _verdict(cached, cached <= TARGETS["warm_vs_script_max"], two)))
         small, large = sizes[0], sizes[-1]
         if large is not small and small["warm"]["first_run_s"] and large["warm"]["first_run_s"]:
             per = lambda r: r["warm"]["first_run_s"] / r["gb"]  # noqa: E731  (first runs exist at every size)
@@ -608,8 +619,12 @@ def main(argv: list[str] | None = None) -> int:
             row["cold"] = run_detect_cold(ds.path, scratch, twice=not above(gb, args.rerun_max_gb))
             say_saved(res, args.name, f"cold {row['cold']}")
             repeat = 1 if above(gb, args.warm_max_gb) else 2
-            worker = run_worker([ds.path], scratch, "local[2]", repeat, args.driver_memory)
+            worker = run_worker([ds.path], scratch, "local[2]", repeat, args.driver_memory,
+                                cached_runs=0 if above(gb, args.warm_max_gb) else CACHED_WARM_RUNS)
+            cached = next(iter(worker.get("cached_by_bundle", {}).values()), [])
             row["warm"] = {**summarize_runs(worker["runs"]), "session_s": worker["session_s"],
+                           "cached_s": sum(cached[-1].values()) if len(cached) > 1 else None,
+                           "cached_stages": cached[-1] if len(cached) > 1 else {},
                            "driver_peak_rss_mb": worker["driver_peak_rss_mb"], "jvm_peak_mb": worker["jvm_peak_mb"],
                            "worker_cpu_s": worker["worker_cpu_s"]}
             say_saved(res, args.name, f"warm {row['warm']}")

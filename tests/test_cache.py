@@ -246,3 +246,66 @@ def test_records_read_back_from_the_cache_keep_the_long_line_guard(spark, small_
     jvm.plan_for_input(spark, 10_000)
     _run(spark, bundle, tmp_path / "out4", cache)
     assert conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+
+
+def _hash_counter(monkeypatch) -> list[Path]:
+    """Count the files :func:`toolkit.cache.content_digest` reads."""
+    import toolkit.cache as cache_module
+
+    read: list[Path] = []
+    real = cache_module.content_digest
+
+    def counting(path: Path) -> str:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(cache_module, "content_digest", counting)
+    return read
+
+
+def test_a_file_untouched_since_it_was_hashed_is_not_read_again(tmp_path, monkeypatch):
+    import hashlib
+
+    import toolkit.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.0)
+    log = tmp_path / "app.log"
+    log.write_text(LINE.format(1))
+    read = _hash_counter(monkeypatch)
+    memo = ParseCache(tmp_path / "cache").digests
+    first = memo.digest(log)
+    assert first == hashlib.sha256(log.read_bytes()).hexdigest()
+    assert memo.digest(log) == first and ParseCache(tmp_path / "cache").digests.digest(log) == first
+    assert read == [log.resolve()]
+
+
+def test_a_file_rewritten_with_its_old_size_and_time_is_hashed_again(tmp_path, monkeypatch):
+    import os
+    import time
+
+    import toolkit.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "RACY_SECONDS", 0.0)
+    log = tmp_path / "app.log"
+    log.write_text(LINE.format(1))
+    before = log.stat()
+    memo = ParseCache(tmp_path / "cache").digests
+    first = memo.digest(log)
+    time.sleep(0.05)  # past the file system's clock tick, so the status-change time moves
+    log.write_text(LINE.format(2))  # same length
+    os.utime(log, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the old modification time
+    assert log.stat().st_size == before.st_size and log.stat().st_mtime_ns == before.st_mtime_ns
+    read = _hash_counter(monkeypatch)
+    assert memo.digest(log) != first
+    assert read == [log.resolve()]
+
+
+def test_a_file_changed_just_before_it_was_hashed_is_not_remembered(tmp_path, monkeypatch):
+    log = tmp_path / "app.log"
+    log.write_text(LINE.format(1))
+    memo = ParseCache(tmp_path / "cache").digests
+    read = _hash_counter(monkeypatch)
+    memo.digest(log)
+    memo.digest(log)
+    assert len(read) == 2  # written a moment ago: its times may not show a change made in the same tick
+    assert not list((tmp_path / "cache" / "digests").glob("*.json"))

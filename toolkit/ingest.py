@@ -8,6 +8,7 @@ the run.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -231,7 +232,10 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
 
     Returns the parsed logs and every file's cache key (by source).
     """
-    keys = {f.source: cache.key_for(f, bundle.settings_for(f.host), redact=redact) for f in bundle.logs}
+    # hashlib releases the GIL while it hashes: files are read and hashed on every core at once.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="hash-log") as pool:
+        keys = dict(zip((f.source for f in bundle.logs),
+                        pool.map(lambda f: cache.key_for(f, bundle.settings_for(f.host), redact=redact), bundle.logs)))
     known = {src: cache.lookup(key) for src, key in keys.items()}
     misses = [f for f in bundle.logs if known[f.source] is None]
     # Records read back from the cache carry their file's longest line (unknown for an entry without it,
