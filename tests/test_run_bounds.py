@@ -30,7 +30,25 @@ def _both(spark, lines):
     records = _records(spark, lines)
     fast_df, slow_df = run_bounds(records), exact.run_bounds(records)
     assert fast_df.columns == slow_df.columns == list(BOUNDS_COLUMNS)
-    return sorted(tuple(r) for r in fast_df.collect()), sorted(tuple(r) for r in slow_df.collect())
+    fast = sorted(tuple(r) for r in fast_df.collect())
+    held_rows, kept = _held_rows(records)
+    assert held_rows == fast and kept == (2 if all(line["ts"] for line in lines) else 0)
+    return fast, sorted(tuple(r) for r in slow_df.collect())
+
+
+def _held_rows(records) -> tuple[list[tuple], int]:
+    """The bounds computed with their intermediate tables kept (as ``derive_tables`` asks), then released;
+    and how many tables were kept."""
+    from toolkit.events.bounds import run_bounds
+
+    held: list = []
+    rows = sorted(tuple(r) for r in run_bounds(records, held).collect())
+    if held:  # a host with a record without time takes the exact numbering, which keeps nothing
+        assert len(held) == 2 and all(df.is_cached for df in held)
+    for df in held:
+        df.unpersist()
+    assert not any(df.is_cached for df in held)
+    return rows, len(held)
 
 
 def _steady(src, first_line, first_second, count, step=30.0, thread=THREAD):
@@ -95,5 +113,29 @@ def test_real_format_bundles_give_the_same_bounds(spark, analysis_of, name):
     fast, slow = run_bounds(records), exact.run_bounds(records)
     assert fast.columns == slow.columns
     assert sorted(fast.collect()) == sorted(slow.collect())
+    assert _held_rows(records)[0] == sorted(tuple(r) for r in slow.collect())
     assert fast.count() >= 2
 
+
+
+def test_derived_tables_let_go_of_what_the_run_bounds_kept(spark):
+    """A large input's run bounds keep two tables while the derived tables are written; ``release`` frees them."""
+    from toolkit.events.derive import derive_tables
+    from toolkit.events.runs import run_bounds as exact_bounds
+
+    from pyspark.sql import functions as F
+
+    from toolkit.schemas import RECORD_SCHEMA
+
+    src = "orders-agg-1/app.log"
+    partial = _records(spark, [*start(src, 1, 0), *_steady(src, 5, 30, 40)])
+    records = partial.select(*[F.col(f.name) if f.name in partial.columns else F.lit(None).cast(f.dataType).alias(f.name)
+                               for f in RECORD_SCHEMA.fields])
+    kept = spark.sparkContext._jsc.getPersistentRDDs  # the test's own look at the session's cached data
+    before = kept().size()
+    derived = derive_tables(records, shapes=False, exact_bounds=False)
+    assert kept().size() == before + 2
+    bounds = sorted(tuple(r) for r in derived.tables["run_bounds"].collect())
+    derived.release()
+    assert kept().size() == before
+    assert bounds == sorted(tuple(r) for r in exact_bounds(records).collect())

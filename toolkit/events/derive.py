@@ -41,10 +41,11 @@ class DerivedTables:
 def derive_tables(records: DataFrame, templates: Sequence[Template] | None = None, *,
                   shapes: bool = True, exact_bounds: bool = False) -> DerivedTables:
     """:data:`DERIVED_TABLES` of ``records`` (``toolkit.schemas.RECORD_SCHEMA``), plus :data:`SHAPES_TABLE`
-    when ``shapes``; all lazy.
+    when ``shapes``; lazy, but for the run bounds' two intermediate tables (computed here on a large input).
 
     With shapes, the records matched against the templates are kept on local disk until ``release`` is
-    called (after the tables are written), so the dispatch runs once for events and unknown shapes alike.
+    called (after the tables are written), so the dispatch runs once for events and unknown shapes alike;
+    so are the run bounds' intermediate tables (computed here, see :func:`toolkit.events.bounds.run_bounds`).
     ``exact_bounds``: take the run bounds from numbering every record (:func:`toolkit.events.runs.run_bounds`,
     the same table). On a small input that sort costs nothing, while the windowed pass of
     :func:`toolkit.events.bounds.run_bounds` runs about ten Spark jobs, each with its fixed cost.
@@ -52,13 +53,20 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     templates = list(load_templates() if templates is None else templates)
     candidates, hopeless = _split_by_gate(records, templates)
     tagged = _tag_templates(candidates, templates)
+    held: list[DataFrame] = []
     if shapes:
         tagged = tagged.persist(StorageLevel.DISK_ONLY)
+        held.append(tagged)
     tables = {
         "events": tag_runs(_extract(tagged.where(F.col("_tidx").isNotNull()), templates)),
         "config": extract_config(records),
-        "run_bounds": exact.run_bounds(records) if exact_bounds else run_bounds(records),
+        "run_bounds": exact.run_bounds(records) if exact_bounds else run_bounds(records, held),
     }
     if shapes:
         tables[SHAPES_TABLE] = shapes_of(tagged.where(F.col("_tidx").isNull()), hopeless)
-    return DerivedTables(tables=tables, release=tagged.unpersist if shapes else (lambda: None))
+
+    def release() -> None:
+        for df in held:
+            df.unpersist()
+
+    return DerivedTables(tables=tables, release=release)
