@@ -338,3 +338,26 @@ def test_materialized_shared_tables_give_the_same_timeline(analysis_of):
         assert rows == sorted(map(repr, utc_rows.collect(other))), table
         compared += bool(rows)
     assert compared >= 8  # the sample fills most tables: the comparison is not of empty ones
+
+
+def test_a_large_inputs_shared_tables_are_kept_while_the_timeline_is_written(spark, analysis_of):
+    """With ``held`` (the pipeline's choice for a large input), run spans and task lifecycles are computed once
+    and kept with ``persist``: every table comes out as without them, and ``release`` lets them go."""
+    from toolkit.spark import release
+    from toolkit.timeline import build_timeline
+
+    analysis = analysis_of("kafka-standby-lock-cleaner")
+    config = spark.read.parquet(str(analysis.out_dir / "config.parquet"))
+    bounds = spark.read.parquet(str(analysis.out_dir / "run_bounds.parquet"))
+    held: list = []
+    kept = build_timeline(analysis.events, analysis.timeline.state, config, bounds, held=held)
+    shared = list(held)
+    assert len(shared) == 2 and all(df.is_cached for df in shared)
+    lazy = build_timeline(analysis.events, analysis.timeline.state, config, bounds)
+    for name, table in kept.tables().items():
+        rows = sorted(map(repr, table.collect()))
+        assert rows == sorted(map(repr, lazy.tables()[name].collect())), name
+        if name in ("process_runs", "task_lifecycles", "locks"):
+            assert rows, name
+    release(held)
+    assert not held and not any(df.is_cached for df in shared)

@@ -32,6 +32,7 @@ from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
 from toolkit.ingest import IngestReport, parse_bundle, write_tables
 from toolkit.jvm import input_bytes, is_small, plan_for_input
 from toolkit.options import AnalysisOptions
+from toolkit.spark import release
 from toolkit.state.schemas import STATE_SCHEMAS
 from toolkit.timeline import StateFacts, Timeline, build_timeline
 from toolkit.timeline.build import config_with_runs
@@ -214,9 +215,14 @@ def analyse(
         timeline = _cached_timeline(spark, events, state, config, out, cache, report, say, small)
     if timeline is None:
         say("reconstructing the timeline")
-        timeline = build_timeline(events, state, config, bounds, materialize_shared=small)
+        held: list[DataFrame] = []  # a large input's shared tables, kept while the timeline is written
+        timeline = build_timeline(events, state, config, bounds, materialize_shared=small,
+                                  held=held if write_timeline else None)
         if write_timeline:
-            write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
+            try:
+                write_tables(timeline.tables(), _table_paths(out, TIMELINE_TABLES))
+            finally:
+                release(held)
             timeline = _reload(spark, timeline, out, small)
             if cache is not None and report.file_keys:
                 cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES), TIMELINE_TABLES)

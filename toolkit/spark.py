@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from toolkit import jvm
 from toolkit.shipped import env_switch
@@ -292,3 +292,23 @@ def describe(spark: SparkSession) -> str:
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect client session."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def computed_once(df: DataFrame, held: list[DataFrame]) -> DataFrame:
+    """``df`` computed now and kept (``persist``), and added to ``held``: the caller ``unpersist``s it once
+    the queries that read it have run.
+
+    For an intermediate table that several parts of one result read: left lazy, each part plans it again
+    from the input. Unlike a local checkpoint, a block lost with an executor is computed again.
+    """
+    kept = df.persist()
+    kept.count()
+    held.append(kept)
+    return kept
+
+
+def release(held: list[DataFrame]) -> None:
+    """Unpersist every table :func:`computed_once` kept in ``held``."""
+    for df in held:
+        df.unpersist()
+    held.clear()

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from toolkit.events import runs as exact
 from toolkit.events.runs import BOUNDS_COLUMNS, STARTUP_BURST_SECONDS, tag_runs
+from toolkit.spark import computed_once
 
 #: Literal heads of every start marker (see ``runs._STRONG_START`` and ``runs._WEAK_START``): a record
 #: that starts with none of them cannot be a marker, so the regular expressions run on these only.
@@ -107,19 +108,13 @@ def run_bounds(records: DataFrame, held: list[DataFrame] | None = None) -> DataF
 
 
 def _computed(df: DataFrame, held: list[DataFrame] | None) -> DataFrame:
-    """``df`` computed once now and kept (added to ``held``); unchanged without ``held``.
+    """``df`` computed once now and kept in ``held`` (:func:`toolkit.spark.computed_once`); unchanged without it.
 
     The final plan reads each of these tables several times (the run starts, the runs' extremes, the
     last lines); left lazy, each read is planned again from the records, with the windows of ``tag_runs``:
-    on 0.25 GB the plan held 18 scans of the records and took twice the time. Kept with
-    ``persist`` (not a local checkpoint), a lost block is computed again from the records.
+    on 0.25 GB the plan held 18 scans of the records and took twice the time.
     """
-    if held is None:
-        return df
-    df = df.persist()
-    df.count()
-    held.append(df)
-    return df
+    return df if held is None else computed_once(df, held)
 
 
 def _extremes() -> list[Column]:

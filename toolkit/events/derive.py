@@ -23,6 +23,7 @@ from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates
 from toolkit.events.config import extract_config
 from toolkit.events.runs import tag_runs
 from toolkit.events.shapes import shapes_of
+from toolkit.spark import release
 
 #: The tables derived from all records that every analysis needs, in the order they are written.
 DERIVED_TABLES: tuple[str, ...] = ("events", "config", "run_bounds")
@@ -64,9 +65,4 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     }
     if shapes:
         tables[SHAPES_TABLE] = shapes_of(tagged.where(F.col("_tidx").isNull()), hopeless)
-
-    def release() -> None:
-        for df in held:
-            df.unpersist()
-
-    return DerivedTables(tables=tables, release=release)
+    return DerivedTables(tables=tables, release=lambda: release(held))

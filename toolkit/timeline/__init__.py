@@ -176,12 +176,15 @@ class Timeline:
 
 
 def build_timeline(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
-                   run_bounds: DataFrame | None = None, *, materialize_shared: bool = False) -> Timeline:
+                   run_bounds: DataFrame | None = None, *, materialize_shared: bool = False,
+                   held: list[DataFrame] | None = None) -> Timeline:
     """Derive every timeline table from classified events and state facts (``run_bounds``: the first
     and last line of each process run among all records, see :func:`toolkit.events.run_bounds`).
 
     ``materialize_shared``: compute the tables several others are built on (run spans, task lifecycles)
-    once, now, instead of inside each query that uses them (see :func:`toolkit.timeline.build.build`)."""
+    once, now, instead of inside each query that uses them (see :func:`toolkit.timeline.build.build`); ``held``:
+    the same, kept with ``persist`` in ``held`` for the caller to release (:func:`toolkit.spark.release`) once
+    the tables are written."""
     from toolkit.timeline.build import build
 
-    return build(events, state, config, run_bounds, materialize_shared=materialize_shared)
+    return build(events, state, config, run_bounds, materialize_shared=materialize_shared, held=held)

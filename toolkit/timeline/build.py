@@ -19,6 +19,7 @@ from toolkit.events.versions import KNOWN_LINES, template_version_map
 from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
+from toolkit.spark import computed_once
 from toolkit.sqltext import earliest, sql_list, sql_str
 from toolkit.timeline.sql import conform, quoted, sql_map
 
@@ -676,8 +677,16 @@ def config_with_runs(events: DataFrame, config: DataFrame | None) -> DataFrame |
     return config.join(dumps, ["source", "line_no"], "left")
 
 
+def _shared(df: DataFrame, materialize: bool, held: list[DataFrame] | None) -> DataFrame:
+    """A table several others are built on: see ``materialize_shared`` and ``held`` of :func:`build`."""
+    if materialize:
+        return df.localCheckpoint()
+    return df if held is None else computed_once(df, held)
+
+
 def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
-          run_bounds: DataFrame | None = None, *, materialize_shared: bool = False) -> Timeline:
+          run_bounds: DataFrame | None = None, *, materialize_shared: bool = False,
+          held: list[DataFrame] | None = None) -> Timeline:
     """All tables; each is a lazy DataFrame (``Timeline.write`` or a detector triggers the work).
 
     ``events`` are run-tagged (:func:`toolkit.events.tag_runs`). ``run_bounds``
@@ -688,20 +697,19 @@ def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
     computed once here (``localCheckpoint``) instead of inside every query that uses them; each later
     step then also analyses a short plan. The pipeline asks for it on small inputs only: a local checkpoint
     lives on the executors and is lost with one, which a seconds-long analysis can afford and a long one on
-    a cluster should not.
+    a cluster should not. ``held`` (without ``materialize_shared``): the same tables are computed now and kept
+    with ``persist`` (:func:`toolkit.spark.computed_once`), which survives the loss of an executor; the caller
+    releases them once the tables are written. On a 2 GB bundle (123,537 events) that cut writing the
+    timeline from 11.8-15.1 s to 7.3-8.6 s.
     """
     if "run_id" not in events.columns:
         raise ValueError("events must carry run_no and run_id (toolkit.events.tag_runs) before the timeline is built")
     spark = events.sparkSession
     config = config_with_runs(events, config)
     # The tables that need a run's end take it from the spans, not from the whole process_runs plan.
-    spans = run_spans(events, run_bounds)
-    if materialize_shared:
-        spans = spans.localCheckpoint()
+    spans = _shared(run_spans(events, run_bounds), materialize_shared, held)
     runs = process_runs(events, config, run_bounds, spans=spans)
-    lifecycles = task_lifecycles(events, spans)
-    if materialize_shared:
-        lifecycles = lifecycles.localCheckpoint()
+    lifecycles = _shared(task_lifecycles(events, spans), materialize_shared, held)
     thread_states, client_states = state_intervals(events, spans)
     gens = generations(events)
     nifi = nifi_tables(events, state)
