@@ -96,7 +96,7 @@ def content_digest(path: Path) -> str:
 def file_identity(status: os.stat_result) -> str:
     """What changes whenever a file's content may have: device, inode, size, modification and status-change
     times (the last is set by the kernel on every write and cannot be set back)."""
-    return (f"{status.st_dev}:{status.st_ino}:{status.st_size}:{status.st_mtime_ns}:{status.st_ctime_ns}")
+    return f"{status.st_dev}:{status.st_ino}:{status.st_size}:{status.st_mtime_ns}:{status.st_ctime_ns}"
 
 
 class DigestMemo:
@@ -188,9 +188,9 @@ class ParseCache:
         """Write metadata after the records are on disk: a key without metadata is never used."""
         for e in entries:
             _write_json(self.meta_dir / f"{e.key}.json",
-                             {"source": e.source, "layout": e.layout, "wrappers": list(e.wrappers),
-                              "start_share": e.start_share, "lines_read": e.lines_read, "longest_line": e.longest_line,
-                              "written": time.time()})
+                        {"source": e.source, "layout": e.layout, "wrappers": list(e.wrappers),
+                         "start_share": e.start_share, "lines_read": e.lines_read, "longest_line": e.longest_line,
+                         "written": time.time()})
 
     def derived_dir(self, inputs: Sequence[str], stage: str) -> Path:
         """Where the tables of ``stage`` derived from exactly ``inputs`` (file keys, state digest) are kept.

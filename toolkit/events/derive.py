@@ -46,7 +46,7 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
 
     With shapes, the records matched against the templates are kept on local disk until ``release`` is
     called (after the tables are written), so the dispatch runs once for events and unknown shapes alike;
-    so are the run bounds' intermediate tables (computed here, see :func:`toolkit.events.bounds.run_bounds`).
+    ``release`` also frees the run bounds' intermediate tables (see :func:`toolkit.events.bounds.run_bounds`).
     ``exact_bounds``: take the run bounds from numbering every record (:func:`toolkit.events.runs.run_bounds`,
     the same table). On a small input that sort costs nothing, while the windowed pass of
     :func:`toolkit.events.bounds.run_bounds` runs about ten Spark jobs, each with its fixed cost.
