@@ -255,6 +255,11 @@ def run_worker(bundles: list[Path], scratch: Path, master: str, repeat: int, dri
     return res
 
 
+def last_cached_s(cached: list[dict]) -> float | None:
+    """The worker's last run on the parse cache it filled (its first cached run fills it)."""
+    return sum(cached[-1].values()) if len(cached) > 1 else None
+
+
 def summarize_runs(runs: list[dict]) -> dict:
     first, last = runs[0], runs[-1]
     return {"first_run_s": sum(first.values()), "warm_s": sum(last.values()) if len(runs) > 1 else None,
@@ -285,7 +290,7 @@ def run_samples(samples: list[str], report_samples: list[str], scratch: Path, dr
     for name, runs in worker["by_bundle"].items():
         cached = worker.get("cached_by_bundle", {}).get(name, [])
         res["detect_warm"][name] = {**summarize_runs(runs),
-                                    "cached_s": sum(cached[-1].values()) if len(cached) > 1 else None}
+                                    "cached_s": last_cached_s(cached)}
     res["warm_session_s"] = worker["session_s"]
     if serve:
         res["serve"] = run_serve(samples, report_samples, scratch)
@@ -632,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
                                 cached_runs=0 if above(gb, args.warm_max_gb) else CACHED_WARM_RUNS)
             cached = next(iter(worker.get("cached_by_bundle", {}).values()), [])
             row["warm"] = {**summarize_runs(worker["runs"]), "session_s": worker["session_s"],
-                           "cached_s": sum(cached[-1].values()) if len(cached) > 1 else None,
+                           "cached_s": last_cached_s(cached),
                            "cached_stages": cached[-1] if len(cached) > 1 else {},
                            "driver_peak_rss_mb": worker["driver_peak_rss_mb"], "jvm_peak_mb": worker["jvm_peak_mb"],
                            "worker_cpu_s": worker["worker_cpu_s"]}

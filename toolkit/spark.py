@@ -294,13 +294,15 @@ def is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def computed_once(df: DataFrame, held: list[DataFrame]) -> DataFrame:
+def computed_once(df: DataFrame, held: list[DataFrame] | None) -> DataFrame:
     """``df`` computed now and kept (``persist``), and added to ``held``: the caller ``unpersist``s it once
-    the queries that read it have run.
+    the queries that read it have run (:func:`release`). Without ``held``, ``df`` unchanged (lazy).
 
     For an intermediate table that several parts of one result read: left lazy, each part plans it again
     from the input. Unlike a local checkpoint, a block lost with an executor is computed again.
     """
+    if held is None:
+        return df
     kept = df.persist()
     kept.count()
     held.append(kept)

@@ -74,14 +74,16 @@ def run_bounds(records: DataFrame, held: list[DataFrame] | None = None) -> DataF
     flagged = base.withColumn("_second", second).join(F.broadcast(window_seconds), ["host", "_second"], "left")
     in_window = F.coalesce(F.col("_in_window"), F.lit(False))
 
-    # Records near a start, numbered by tag_runs itself (all markers are among them).
-    near = _computed(tag_runs(flagged.where(in_window).drop("_second", "_in_window")), held)
+    # Records near a start, numbered by tag_runs itself (all markers are among them). This table and the
+    # per-second one below are read by several parts of the result; left lazy, each part planned them again
+    # from the records (on 0.25 GB, 18 scans of the records and twice the time).
+    near = computed_once(tag_runs(flagged.where(in_window).drop("_second", "_in_window")), held)
     near_runs = near.groupBy("host", "run_no").agg(*_extremes())
     # The first second of each run: a record elsewhere belongs to the last run started before its second.
     starts = near.groupBy("host", "run_no").agg(F.min("ts").alias("_start")).where(F.col("run_no") > 0)
 
     # Everything else, aggregated per host and second (no sort), then given the run that covers the second.
-    seconds = _computed(flagged.where(~in_window).groupBy("host", "_second").agg(*_extremes()), held)
+    seconds = computed_once(flagged.where(~in_window).groupBy("host", "_second").agg(*_extremes()), held)
     runs_before = seconds.join(F.broadcast(starts), "host", "left").where(
         F.col("_start").isNull() | (F.unix_micros("_start") < F.col("_second") * 1_000_000))
     run_of_second = runs_before.groupBy("host", "_second").agg(F.coalesce(F.max("run_no"), F.lit(0)).alias("run_no"))
@@ -105,16 +107,6 @@ def run_bounds(records: DataFrame, held: list[DataFrame] | None = None) -> DataF
     out = out.join(file_end, ["host", "last_source"], "left")
     return out.withColumn("last_of_file", F.col("last_line_no") == F.col("_file_last")).drop("_file_last") \
         .select(*BOUNDS_COLUMNS)
-
-
-def _computed(df: DataFrame, held: list[DataFrame] | None) -> DataFrame:
-    """``df`` computed once now and kept in ``held`` (:func:`toolkit.spark.computed_once`); unchanged without it.
-
-    The final plan reads each of these tables several times (the run starts, the runs' extremes, the
-    last lines); left lazy, each read is planned again from the records, with the windows of ``tag_runs``:
-    on 0.25 GB the plan held 18 scans of the records and took twice the time.
-    """
-    return df if held is None else computed_once(df, held)
 
 
 def _extremes() -> list[Column]:

@@ -679,9 +679,7 @@ def config_with_runs(events: DataFrame, config: DataFrame | None) -> DataFrame |
 
 def _shared(df: DataFrame, materialize: bool, held: list[DataFrame] | None) -> DataFrame:
     """A table several others are built on: see ``materialize_shared`` and ``held`` of :func:`build`."""
-    if materialize:
-        return df.localCheckpoint()
-    return df if held is None else computed_once(df, held)
+    return df.localCheckpoint() if materialize else computed_once(df, held)
 
 
 def build(events: DataFrame, state: StateFacts, config: DataFrame | None = None,
