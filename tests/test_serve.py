@@ -54,6 +54,14 @@ def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, t
     assert "eos-stale-restore-checkpoint" in json.loads(detect.stdout)["summary"]["detectors"]
     # Through Spark Connect the findings are those of the embedded session, byte for byte.
     assert detect.stdout == eos_report.findings.read_text(encoding="utf-8")
+    # A setting Spark reads only as a session starts (how many generated classes it keeps) is the server's own.
+    code = ("import sys\nfrom pyspark.sql import SparkSession\n"
+            "print(SparkSession.builder.remote(sys.argv[1]).getOrCreate().conf.get(sys.argv[2]))\n")
+    from toolkit.spark import CODEGEN_CACHE_ENTRIES
+
+    kept = subprocess.run([sys.executable, "-c", code, f"sc://127.0.0.1:{state['port']}", CODEGEN_CACHE_ENTRIES],
+                          capture_output=True, text=True, env=serve_env, cwd=REPO, timeout=300)
+    assert kept.returncode == 0 and kept.stdout.split()[-1] == "2000", kept.stderr[-3000:]
 
     # An explicit --master (or $SPARK_MASTER) wins over the running server.
     from toolkit.cli import build_parser, use_running_server

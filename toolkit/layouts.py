@@ -912,9 +912,11 @@ def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> Data
         F.count(F.lit(1)).alias("n_cont"),
         F.first("layout_id").alias("_layout"),
     )
-    first = F.coalesce(F.col("_first_stack"), F.lit(1 << 62))
-    msg = F.transform(F.filter(F.col("_lines"), lambda x: x["line_no"] < first), lambda x: x["text"])
-    stack = F.transform(F.filter(F.col("_lines"), lambda x: x["line_no"] >= first), lambda x: x["text"])
+    # Lambdas written as SQL text: a Python lambda gets a new variable name on every call (x_1, x_2...), which
+    # Spark's generated code carries, so a second parse in one session could not reuse the first one's code.
+    first = f"coalesce(_first_stack, {1 << 62})"
+    msg = F.expr(f"transform(filter(_lines, line -> line.line_no < {first}), line -> line.text)")
+    stack = F.expr(f"transform(filter(_lines, line -> line.line_no >= {first}), line -> line.text)")
     agg = agg.select("file_key", "line_no", "n_cont", "_layout", msg.alias("_msg"),
                      F.array_join(stack, "\n").alias("stack_cont"))
     # "[%d] %p %m (%c)%n": a multi-line message ends with " (logger)" on its last line.

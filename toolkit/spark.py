@@ -30,6 +30,8 @@ DEFAULT_MASTER = "local[*]"
 MAP_LOOKUP_HASH_THRESHOLD = "spark.sql.optimizer.mapLookupHashThreshold"
 #: Case mappings (``lower``, ``upper``) through the ICU library rather than the JVM (see ``_BASE_CONF``).
 ICU_CASE_MAPPINGS = "spark.sql.icu.caseMappings.enabled"
+#: How many generated classes a session keeps for reuse (a static setting: read when the session starts).
+CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
 
 # Settings for every session the toolkit starts. Incident bundles are megabytes to a few
 # gigabytes: adaptive execution coalesces shuffle output to what the data needs.
@@ -53,6 +55,10 @@ _BASE_CONF: dict[str, str] = {
     # code point (2.7 GB of short-lived objects in a cold command), for the ASCII words the toolkit
     # compares. The JVM's own case mapping gives the same result for them and needs no table.
     ICU_CASE_MAPPINGS: "false",
+    # Spark keeps the code it generates per query shape, by default for 100 shapes. One analysis of a large
+    # input has about 700: a second analysis in the same session (a notebook re-run, ``serve``) found none
+    # of them, so Janino compiled every class again and the JVM's JIT compiled the new classes once more.
+    CODEGEN_CACHE_ENTRIES: "2000",
 }
 
 #: The log4j2 configuration the embedded driver starts with: Spark's own logging goes to a file.
@@ -310,7 +316,7 @@ def computed_once(df: DataFrame, held: list[DataFrame] | None) -> DataFrame:
 
 
 def release(held: list[DataFrame]) -> None:
-    """Unpersist every table :func:`computed_once` kept in ``held``."""
+    """Unpersist every table kept in ``held`` (by :func:`computed_once`, or persisted by its caller) and empty it."""
     for df in held:
         df.unpersist()
     held.clear()

@@ -35,7 +35,9 @@ def first_line(col: Column | str) -> Column:
 def event_is(*names: str) -> Column:
     """The event (or one of its ``also_events``) is one of ``names``."""
     cond = F.col("event").isin(*names)
-    also = F.exists(F.coalesce(F.col("also_events"), F.array().cast("array<string>")), lambda e: e.isin(*names))
+    # No Python lambda (see toolkit.layouts._fold_continuations): its fresh variable name would make each
+    # query's generated code new to Spark's code cache.
+    also = F.coalesce(F.arrays_overlap(F.col("also_events"), F.array(*[F.lit(n) for n in names])), F.lit(False))
     return cond | also
 
 
