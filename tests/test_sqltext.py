@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from toolkit.sqltext import earliest, sql_in, sql_list, sql_str
+from toolkit.sqltext import earliest, event_in, sql_in, sql_list, sql_str
 
 VALUES = [
     "", "plain", "it's", "''", "\\", "ends with a backslash \\", "\\'", "'\\", "C:\\tmp\\new", "\\n is not a newline",
@@ -57,3 +57,13 @@ def test_earliest_takes_the_first_non_null_value_in_log_order_whatever_the_row_o
     # the order can be given: by line number alone, "late" (line 1) comes first
     assert df.where("g = 'a'").agg(F.expr(earliest("v", "line_no, source")).alias("v")).first().v == "late"
 
+
+
+def test_event_in_matches_the_event_or_one_it_also_counts_as(spark):
+    rows = spark.createDataFrame(
+        [(1, "LOCK_FAILED", None), (2, "STATE_CHANGE", ["LOCK_FAILED"]), (3, "STATE_CHANGE", ["TASK_CREATED"]),
+         (4, "STATE_CHANGE", []), (5, "it's", None)],
+        "id int, event string, also_events array<string>")
+    names = ["LOCK_FAILED", "it's"]  # quoted like every other literal
+    matched = rows.selectExpr("id", f"{event_in(names)} AS hit").collect()
+    assert {r["id"]: r["hit"] for r in matched} == {1: True, 2: True, 3: False, 4: False, 5: True}

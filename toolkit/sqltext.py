@@ -31,6 +31,15 @@ def sql_in(column: str, values: Iterable[str]) -> str:
     return f"{column} IN ({listed})" if listed else "FALSE"
 
 
+def event_in(names: Iterable[str]) -> str:
+    """SQL: the row's ``event`` is one of ``names``, or its ``also_events`` lists one of them.
+
+    No lambda (``exists(also_events, ...)``): the generated code of a Python lambda carries a variable name
+    PySpark numbers on each call, so a session could not reuse the code of an earlier query."""
+    listed = sql_list(names)
+    return f"(event IN ({listed}) OR coalesce(arrays_overlap(also_events, array({listed})), false))"
+
+
 #: The order that makes one row of a log the earliest: its time, then its place in the bundle.
 LOG_ORDER = "ts, source, line_no"
 

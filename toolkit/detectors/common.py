@@ -18,6 +18,7 @@ from toolkit import utc
 from toolkit.detectors.base import MAX_EVIDENCE, Evidence
 from toolkit.knowledge import get_known_bug, missing_evidence_steps, verdicts_for_detector, version_verdict
 from toolkit.knowledge.versions import VersionError, compare_versions
+from toolkit.sqltext import event_in
 
 #: Guarantee values that mean exactly-once (``exactly_once`` is the pre-2.6 / deprecated spelling).
 EOS_PREFIX = "exactly_once"
@@ -34,11 +35,7 @@ def first_line(col: Column | str) -> Column:
 
 def event_is(*names: str) -> Column:
     """The event (or one of its ``also_events``) is one of ``names``."""
-    cond = F.col("event").isin(*names)
-    # No Python lambda (see toolkit.layouts._fold_continuations): its fresh variable name would make each
-    # query's generated code new to Spark's code cache.
-    also = F.coalesce(F.arrays_overlap(F.col("also_events"), F.array(*[F.lit(n) for n in names])), F.lit(False))
-    return cond | also
+    return F.expr(event_in(names))
 
 
 def events_of(tl: Any, *names: str) -> DataFrame:

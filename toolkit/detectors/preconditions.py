@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Iterable, Mapping, Union
 
 from toolkit import utc
-from toolkit.sqltext import sql_list
+from toolkit.sqltext import event_in, sql_list
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,7 @@ def rows_in(table: str, where: str = "", min_rows: int = 1) -> RowsIn:
 def events_named(*names: str, also: bool = True, where: str = "") -> RowsIn:
     """An event (log line) classified as one of ``names``; with ``also`` its ``also_events`` count too
     (as :func:`toolkit.detectors.common.event_is` matches them). ``where`` narrows the lines further."""
-    listed = sql_list(names)
-    condition = f"event IN ({listed})"
-    if also:
-        condition = f"({condition} OR exists(also_events, name -> name IN ({listed})))"
+    condition = event_in(names) if also else f"event IN ({sql_list(names)})"
     return RowsIn("events", f"{condition} AND ({where})" if where else condition)
 
 

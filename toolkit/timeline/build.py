@@ -20,7 +20,7 @@ from toolkit.timeline import StateFacts, Timeline
 from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
 from toolkit.spark import computed_once
-from toolkit.sqltext import earliest, sql_list, sql_str
+from toolkit.sqltext import earliest, event_in, sql_list, sql_str
 from toolkit.timeline.sql import conform, quoted, sql_map
 
 # --------------------------------------------------------------------------- helpers
@@ -33,9 +33,7 @@ def _conform(df: DataFrame, name: str) -> DataFrame:
 
 def _is(event: str | tuple[str, ...]) -> str:
     """SQL: the row's event is one of these, or lists one of them in ``also_events``."""
-    names = (event,) if isinstance(event, str) else event
-    also = " OR ".join(f"coalesce(array_contains(also_events, {sql_str(n)}), false)" for n in names)
-    return f"(event IN ({sql_list(names)}) OR ({also}))"
+    return event_in((event,) if isinstance(event, str) else event)
 
 
 def _exprs(*texts: str) -> list:
