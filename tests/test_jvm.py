@@ -116,9 +116,10 @@ def test_a_second_parse_in_a_session_reuses_the_code_generated_for_the_first(spa
         before = compiled.getCount()
         parse_bundle(spark, sample, tmp_path / f"run-{run}")
         classes.append(compiled.getCount() - before)
-    # Before the session kept 2000 classes, each parse of this sample compiled 119 to 134 of them. A few may
-    # still be new: Spark numbers the counter of a LIMIT across the JVM, so such a query's source differs.
-    assert classes[1] <= 10, classes
+    # Before the session kept 2000 classes, each parse of this sample compiled 119 to 134 of them. Alone, a second
+    # parse compiles none; after other tests in the same session it has compiled up to 14 (in identical pairs,
+    # with the cache far from full), so the bound sits well above that and far below a parse without the cache.
+    assert classes[1] <= 40, classes
 
 
 def test_small_inputs_join_single_partitions_in_place_however_large_spark_estimates_a_join(
