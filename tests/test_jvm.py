@@ -37,33 +37,6 @@ def test_small_inputs_get_the_quick_jit_and_large_or_unknown_ones_do_not() -> No
         assert options[:2] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
-def test_every_driver_gets_the_throughput_collector_unless_its_user_chose_one(monkeypatch, tmp_path: Path) -> None:
-    for name in jvm.USER_JAVA_OPTION_ENVS:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
-    for size in (1024, jvm.SMALL_INPUT_BYTES + 1, None):
-        assert "-XX:+UseParallelGC" in jvm.driver_java_options(size, archive=False)
-    # options that tune a collector without choosing one leave the choice to the toolkit
-    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseGCOverheadLimit -XX:MaxGCPauseMillis=50")
-    assert jvm.collector_options() == ["-XX:+UseParallelGC"]
-    for name in jvm.USER_JAVA_OPTION_ENVS:
-        monkeypatch.setenv(name, "-Xss4m -XX:+UseZGC" if name != "PYSPARK_SUBMIT_ARGS"
-                           else '--driver-java-options "-XX:+UseSerialGC" pyspark-shell')
-        assert jvm.collector_options() == [] and not any("GC" in o for o in jvm.driver_java_options(None)), name
-        monkeypatch.delenv(name)
-    (tmp_path / "spark-defaults.conf").write_text("spark.master local[2]\n"
-                                                  "spark.driver.defaultJavaOptions  -XX:+UseG1GC -Xss4m\n")
-    assert jvm.collector_options() == []
-
-
-def test_the_sessions_driver_runs_the_throughput_collector(spark) -> None:
-    """The JVM the test session started: its collector beans are the parallel collector's."""
-    if not jvm.collector_options():
-        pytest.skip("this environment's own JVM options choose a collector")
-    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
-    assert sorted(bean.getName() for bean in beans) == ["PS MarkSweep", "PS Scavenge"]
-
-
 def test_a_small_inputs_driver_skips_bytecode_verification_where_java_allows_it(monkeypatch, tmp_path: Path) -> None:
     """Verification is off in the quick driver of a small input (a Java release known to take the option, not
     turned off), never for a large input, and never in the warm-up JVM that writes the class archive."""
@@ -315,8 +288,6 @@ jvm.driver_java_options = lambda size, **kw: options(size, **kw) + ["-Xshare:on"
 # SMALL=1: the driver of a small input, which starts without bytecode verification
 size = 1024 if os.environ.get("SMALL") else None
 spark = get_spark("local[1]", log_file=jvm.archive_dir() / "check.log", input_bytes=size)
-beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
-print(",".join(sorted(bean.getName() for bean in beans)))
 print(spark.range(3).count())
 """
 
@@ -341,13 +312,6 @@ def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(archive_cache:
     # the quick driver of a small input (no bytecode verification) maps the same archive
     quick = subprocess.run(check, env={**env, "SMALL": "1"}, capture_output=True, text=True, timeout=300)
     assert quick.returncode == 0 and quick.stdout.strip().splitlines()[-1] == "3", quick.stderr[-2000:]
-    if jvm.collector_options():
-        assert mapped.stdout.strip().splitlines()[-2] == "PS MarkSweep,PS Scavenge"
-        # a user's own collector: the toolkit adds none (two would stop the JVM), and the archive still maps
-        chosen = subprocess.run(check, env={**env, "JDK_JAVA_OPTIONS": "-XX:+UseG1GC"}, capture_output=True,
-                                text=True, timeout=300)
-        assert chosen.returncode == 0, chosen.stderr[-2000:]
-        assert chosen.stdout.strip().splitlines()[-2:] == ["G1 Old Generation,G1 Young Generation", "3"]
     # the control: the same start with an archive that is not a valid one fails
     bogus = tmp_path / "bogus.jsa"
     bogus.write_bytes(b"not an archive")

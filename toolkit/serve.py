@@ -120,15 +120,13 @@ def _spark_home() -> Path:
 
 def server_command(port: int, master: str, driver_memory: str) -> list[str]:
     """The ``spark-submit`` command line of a loopback-only Connect server with the toolkit's settings."""
-    from toolkit.jvm import class_archive_options, collector_options
+    from toolkit.jvm import class_archive_options
     from toolkit.spark import quote_java_option, session_settings
 
     settings = session_settings(master, {"spark.driver.memory": driver_memory})
-    # The same jars as an embedded driver: the machine's class archive (if built) starts it faster too; and
-    # the same collector, for the same batch work.
+    # The same jars as an embedded driver: the machine's class archive (if built) starts it faster too.
     settings["spark.driver.extraJavaOptions"] = " ".join(
-        [settings.get("spark.driver.extraJavaOptions", ""),
-         *map(quote_java_option, [*collector_options(), *class_archive_options()])]).strip()
+        [settings.get("spark.driver.extraJavaOptions", ""), *map(quote_java_option, class_archive_options())]).strip()
     settings.update({
         "spark.connect.grpc.binding.address": LOOPBACK,
         "spark.connect.grpc.binding.port": str(port),
