@@ -14,7 +14,7 @@ with the reason, instead of failing the benchmark. Lazy DataFrames are forced wi
 writer, which runs the whole plan without writing anything, so a stage is timed for all its work.
 
 As a worker (``python benchmarks/pipeline.py BUNDLE [BUNDLE ...] --master local[2] --repeat 2``) it
-starts a session, runs the pipeline ``--repeat`` times per bundle on fresh output folders and prints
+starts a session (its driver JVM's options chosen for the bundles' size, as ``detect`` chooses them), runs the pipeline ``--repeat`` times per bundle on fresh output folders and prints
 one JSON line: session start time, per-run stage times (``runs`` for the first bundle, ``by_bundle``
 for all; with ``--cached-runs``, ``cached_by_bundle``: the run that fills a parse cache, then the runs that
 read it), and the peak memory of this Python driver process.
@@ -257,11 +257,13 @@ def main(argv: list[str] | None = None) -> int:
                              "then run this many times on it (a re-analysis as a notebook re-run makes it)")
     args = parser.parse_args(argv)
 
+    from toolkit.jvm import input_bytes
     from toolkit.spark import get_spark
 
     conf = {"spark.driver.memory": args.driver_memory} if args.driver_memory else {}
     t0 = time.perf_counter()
-    spark = get_spark(master=args.master, conf=conf)
+    # The driver starts as `detect`'s and a notebook's do: its JVM options follow the size of what it reads.
+    spark = get_spark(master=args.master, conf=conf, input_bytes=input_bytes(args.bundle))
     session_s = time.perf_counter() - t0
 
     by_bundle: dict[str, list[dict]] = {}

@@ -37,6 +37,38 @@ def test_small_inputs_get_the_quick_jit_and_large_or_unknown_ones_do_not() -> No
         assert options[:2] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]
 
 
+def test_only_a_large_inputs_driver_gets_the_throughput_collector_unless_its_user_chose_one(
+        monkeypatch, tmp_path: Path) -> None:
+    for name in jvm.USER_JAVA_OPTION_ENVS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert "-XX:+UseParallelGC" in jvm.driver_java_options(jvm.SMALL_INPUT_BYTES + 1, archive=False)
+    # a small input's short-lived driver, and a driver of unknown work (a test session, a kernel) keep Java's G1
+    for size in (1024, jvm.SMALL_INPUT_BYTES, None):
+        assert not any("GC" in option for option in jvm.driver_java_options(size, archive=False)), size
+    # options that tune a collector without choosing one leave the choice to the toolkit
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseGCOverheadLimit -XX:MaxGCPauseMillis=50")
+    assert jvm.collector_options() == ["-XX:+UseParallelGC"]
+    for name in jvm.USER_JAVA_OPTION_ENVS:
+        monkeypatch.setenv(name, "-Xss4m -XX:+UseZGC" if name != "PYSPARK_SUBMIT_ARGS"
+                           else '--driver-java-options "-XX:+UseSerialGC" pyspark-shell')
+        assert jvm.collector_options() == [], name
+        assert not any("GC" in option for option in jvm.driver_java_options(10 * 2**30, archive=False)), name
+        monkeypatch.delenv(name)
+    (tmp_path / "spark-defaults.conf").write_text("spark.master local[2]\n"
+                                                  "spark.driver.defaultJavaOptions  -XX:+UseG1GC -Xss4m\n")
+    assert jvm.collector_options() == []
+
+
+def test_the_test_sessions_driver_keeps_the_default_collector(spark) -> None:
+    """A session started without an input size may live long and analyse many bundles (this one, a kernel,
+    ``serve``): G1 resizes its generations for that, where the throughput collector's fixed old generation filled."""
+    if any(jvm._COLLECTOR_CHOICE.search(os.environ.get(name, "")) for name in jvm.USER_JAVA_OPTION_ENVS):
+        pytest.skip("this environment's own JVM options choose a collector")
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert sorted(bean.getName() for bean in beans) == ["G1 Old Generation", "G1 Young Generation"]
+
+
 def test_a_small_inputs_driver_skips_bytecode_verification_where_java_allows_it(monkeypatch, tmp_path: Path) -> None:
     """Verification is off in the quick driver of a small input (a Java release known to take the option, not
     turned off), never for a large input, and never in the warm-up JVM that writes the class archive."""
@@ -285,9 +317,12 @@ from toolkit.spark import get_spark
 options = jvm.driver_java_options
 # -Xshare:on: the JVM refuses to start unless it can map the archive it is given
 jvm.driver_java_options = lambda size, **kw: options(size, **kw) + ["-Xshare:on"] + sys.argv[1:]
-# SMALL=1: the driver of a small input, which starts without bytecode verification
-size = 1024 if os.environ.get("SMALL") else None
+# SMALL=1: the driver of a small input, which starts without bytecode verification; LARGE=1: of a large one,
+# which runs the throughput collector
+size = 1024 if os.environ.get("SMALL") else 2**31 if os.environ.get("LARGE") else None
 spark = get_spark("local[1]", log_file=jvm.archive_dir() / "check.log", input_bytes=size)
+beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+print(",".join(sorted(bean.getName() for bean in beans)))
 print(spark.range(3).count())
 """
 
@@ -312,12 +347,47 @@ def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(archive_cache:
     # the quick driver of a small input (no bytecode verification) maps the same archive
     quick = subprocess.run(check, env={**env, "SMALL": "1"}, capture_output=True, text=True, timeout=300)
     assert quick.returncode == 0 and quick.stdout.strip().splitlines()[-1] == "3", quick.stderr[-2000:]
+    if jvm.collector_options():
+        # the driver of a large input maps it too, with the throughput collector (the warm-up wrote it under G1)
+        large = subprocess.run(check, env={**env, "LARGE": "1"}, capture_output=True, text=True, timeout=300)
+        assert large.returncode == 0, large.stderr[-2000:]
+        assert large.stdout.strip().splitlines()[-2:] == ["PS MarkSweep,PS Scavenge", "3"]
+        # a user's own collector: the toolkit adds none (two would stop the JVM), and the archive still maps
+        chosen = subprocess.run(check, env={**env, "LARGE": "1", "JDK_JAVA_OPTIONS": "-XX:+UseSerialGC"},
+                                capture_output=True, text=True, timeout=300)
+        assert chosen.returncode == 0, chosen.stderr[-2000:]
+        assert chosen.stdout.strip().splitlines()[-2:] == ["Copy,MarkSweepCompact", "3"]
     # the control: the same start with an archive that is not a valid one fails
     bogus = tmp_path / "bogus.jsa"
     bogus.write_bytes(b"not an archive")
     refused = subprocess.run([*check, f"-XX:SharedArchiveFile={bogus}"], env=env, capture_output=True, text=True,
                              timeout=300)
     assert refused.returncode != 0
+
+
+_USER_DRIVER_OPTIONS = """
+import sys
+from toolkit.spark import get_spark
+spark = get_spark("local[1]", input_bytes=2**31, conf={"spark.driver.extraJavaOptions": sys.argv[1]})
+system = spark._jvm.java.lang.System
+beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+print(system.getProperty("user.timezone"), system.getProperty("stream_incident.marker"),
+      system.getProperty("log4j2.configurationFile") is not None, ",".join(sorted(b.getName() for b in beans)))
+"""
+
+
+def test_a_callers_own_driver_options_join_the_toolkits(tmp_path: Path) -> None:
+    """Driver options given to ``get_spark`` come after the toolkit's: the driver keeps UTC and its log
+    configuration, takes the caller's property, and runs the caller's collector instead of adding its own
+    (a JVM given two collectors does not start)."""
+    env = {**os.environ, "STREAM_INCIDENT_LOG_FILE": str(tmp_path / "spark.log")}
+    for name in ("SPARK_REMOTE", *jvm.USER_JAVA_OPTION_ENVS):
+        env.pop(name, None)
+    own = "-Dstream_incident.marker=kept -XX:+UseSerialGC"
+    started = subprocess.run([sys.executable, "-c", _USER_DRIVER_OPTIONS, own], env=env, capture_output=True,
+                             text=True, timeout=300)
+    assert started.returncode == 0, started.stderr[-2000:]
+    assert started.stdout.split() == ["UTC", "kept", "True", "Copy,MarkSweepCompact"]
 
 
 def test_warm_up_without_java_says_why_and_exits_3(monkeypatch, tmp_path: Path, capsys) -> None:

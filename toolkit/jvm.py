@@ -9,6 +9,8 @@ remedies for inputs up to :data:`SMALL_INPUT_BYTES`, each measured on the shippe
 * **Interpreted expressions** (:func:`plan_for_input`): no Java source per query; on a local
   master, no adaptive query stages or automatic broadcasts either (fewer Spark jobs per query).
 
+Larger inputs get the throughput collector (:data:`THROUGHPUT_GC_OPTIONS`) unless the user chose one.
+
 For every input, a driver starts with this machine's class archive when ``stream-incident warm-up``
 has built one (:mod:`toolkit.warmup`)."""
 
@@ -78,6 +80,19 @@ QUICK_JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m"
 NO_VERIFY_OPTIONS = ("-XX:+UnlockDiagnosticVMOptions", "-XX:-BytecodeVerificationRemote")
 #: Java feature releases known to take :data:`NO_VERIFY_OPTIONS` (Spark 4 needs 17 or newer).
 NO_VERIFY_JAVA = range(17, 22)
+#: The collector of the driver of an input larger than :data:`SMALL_INPUT_BYTES`: Java's throughput collector instead
+#: of its default (G1). Parsing gigabytes is a batch job that wants the most work per CPU second, not short pauses
+#: (G1 does part of its work beside the task threads and gives them a heavier write barrier): a first analysis
+#: of a 2 GB bundle took 193-207 s instead of 225-227 s on ``local[2]`` (see ``benchmarks/RESULTS.md``). Not for
+#: small or unknown inputs: this collector keeps its old generation at a fixed share of the heap, and the test
+#: suite's session, which analyses bundle after bundle, filled it and collected over and over, where G1 resizes
+#: its generations; a driver started without a size (``serve``, a kernel's own ``get_spark()``) may live as long.
+THROUGHPUT_GC_OPTIONS = ("-XX:+UseParallelGC",)
+#: Where a user's own JVM options reach the driver besides the session's settings: a collector named in one
+#: of them keeps :data:`THROUGHPUT_GC_OPTIONS` out (a JVM given two collectors refuses to start).
+USER_JAVA_OPTION_ENVS = ("JDK_JAVA_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "PYSPARK_SUBMIT_ARGS")
+#: A JVM option that chooses a garbage collector.
+_COLLECTOR_CHOICE = re.compile(r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC\b")
 #: The JVM's own warnings go to stderr, which is the Spark log
 #: file; by default they go to stdout, where they would mix with a command's JSON.
 LOG_OPTIONS = ("-Xlog:disable", "-Xlog:all=warning:stderr")
@@ -154,16 +169,43 @@ def plan_for_lines(spark: Any, longest_line: int) -> None:
         plan_for_input(spark, None)
 
 
-def driver_java_options(size: int | None, *, archive: bool = True, verify: bool = False) -> list[str]:
-    """Extra options for an embedded driver JVM that will read about ``size`` bytes (None: unknown);
-    with ``archive``, this machine's class archive when it has one (:mod:`toolkit.warmup` builds it);
-    with ``verify``, bytecode verification stays on whatever the size (see :func:`skips_verification`)."""
+def driver_java_options(size: int | None, *, archive: bool = True, verify: bool = False,
+                        user_options: str = "") -> list[str]:
+    """Extra options for an embedded driver JVM that will read about ``size`` bytes (None: unknown): the
+    quick JIT for a small input, the throughput collector for a larger one unless ``user_options`` (the driver
+    options the caller gives the session) or the environment choose a collector (:func:`collector_options`);
+    with ``archive``, this machine's class archive when it has one (:mod:`toolkit.warmup` builds it); with
+    ``verify``, bytecode verification stays on whatever the size (see :func:`skips_verification`)."""
     options = list(LOG_OPTIONS)
     if is_small(size):
         options += QUICK_JIT_OPTIONS
         if not verify and skips_verification():
             options += NO_VERIFY_OPTIONS
+    elif size is not None:
+        options += collector_options(user_options)
     return options + (class_archive_options() if archive else [])
+
+
+def collector_options(user_options: str = "") -> list[str]:
+    """:data:`THROUGHPUT_GC_OPTIONS`, or ``[]`` when the user's own JVM options already choose a collector: in
+    ``user_options``, in one of :data:`USER_JAVA_OPTION_ENVS` or in ``spark.driver.defaultJavaOptions`` of Spark's
+    defaults file."""
+    chosen = [user_options, *(os.environ.get(name, "") for name in USER_JAVA_OPTION_ENVS),
+              _spark_defaults_java_options()]
+    return [] if any(_COLLECTOR_CHOICE.search(text) for text in chosen) else list(THROUGHPUT_GC_OPTIONS)
+
+
+def _spark_defaults_java_options() -> str:
+    """The ``spark.driver.defaultJavaOptions`` line of ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else the
+    Spark installation's ``conf``), which Spark puts before every driver's own options; ``""`` when none."""
+    home = spark_home()
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (str(home / "conf") if home else "")
+    try:
+        text = (Path(conf_dir) / "spark-defaults.conf").read_text(encoding="utf-8") if conf_dir else ""
+    except OSError:
+        return ""
+    found = re.search(r"^\s*spark\.driver\.defaultJavaOptions[\s=]+(.*)$", text, re.MULTILINE)
+    return found.group(1) if found else ""
 
 
 def skips_verification() -> bool:

@@ -256,7 +256,8 @@ def get_spark(
 ) -> SparkSession:
     """Create (or reuse) the session for this process.
 
-    ``conf`` adds or overrides Spark settings (e.g. ``{"spark.driver.memory": "8g"}``).
+    ``conf`` adds or overrides Spark settings (e.g. ``{"spark.driver.memory": "8g"}``); its
+    ``spark.driver.extraJavaOptions`` are added after the toolkit's own driver options.
     ``log_file`` receives the driver's own log (Spark and Hadoop warnings, shutdown messages) so
     the console shows only the toolkit's output; it applies when this call starts the driver JVM.
     ``input_bytes``: about how much the session will read (:func:`toolkit.jvm.input_bytes`); an
@@ -272,9 +273,13 @@ def get_spark(
             spark = SparkSession.builder.remote(url).getOrCreate()
             apply_runtime_settings(spark.conf, connect_settings(conf))
             return spark
-        java = " ".join([java, *map(quote_java_option, jvm.driver_java_options(input_bytes))])
+        # The caller's own driver options come last, so they win where both set the same option, and keep
+        # the toolkit's (UTC, the log file, the class archive) where they do not.
+        user_java = (conf or {}).get("spark.driver.extraJavaOptions", "").strip()
+        java = " ".join([java, *map(quote_java_option, jvm.driver_java_options(input_bytes, user_options=user_java)),
+                         user_java]).strip()
         builder = SparkSession.builder.master(url).appName(app_name)
-        for key, value in session_settings(url, {"spark.driver.extraJavaOptions": java, **(conf or {})}).items():
+        for key, value in session_settings(url, {**(conf or {}), "spark.driver.extraJavaOptions": java}).items():
             builder = builder.config(key, value)
         with _jvm_console_to(None if verbose() else target):
             return builder.getOrCreate()
