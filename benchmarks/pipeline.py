@@ -14,10 +14,11 @@ with the reason, instead of failing the benchmark. Lazy DataFrames are forced wi
 writer, which runs the whole plan without writing anything, so a stage is timed for all its work.
 
 As a worker (``python benchmarks/pipeline.py BUNDLE [BUNDLE ...] --master local[2] --repeat 2``) it
-starts a session (its driver JVM's options chosen for the bundles' size, as ``detect`` chooses them), runs the pipeline ``--repeat`` times per bundle on fresh output folders and prints
-one JSON line: session start time, per-run stage times (``runs`` for the first bundle, ``by_bundle``
-for all; with ``--cached-runs``, ``cached_by_bundle``: the run that fills a parse cache, then the runs that
-read it), and the peak memory of this Python driver process.
+starts a session (its driver JVM's options chosen for the bundles' size, as ``detect`` chooses them), runs
+the pipeline ``--repeat`` times per bundle on fresh output folders and prints one JSON line: session start
+time, per-run stage times (``runs`` for the first bundle, ``by_bundle`` for all; with ``--cached-runs``,
+``cached_by_bundle``: the run that fills a parse cache, then the runs that read it), and the peak memory of
+this Python driver process.
 """
 
 from __future__ import annotations
