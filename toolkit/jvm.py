@@ -84,10 +84,10 @@ NO_VERIFY_JAVA = range(17, 22)
 #: of its default (G1). Parsing gigabytes is a batch job that wants the most work per CPU second, not short pauses
 #: (G1 does part of its work beside the task threads and gives them a heavier write barrier): a first analysis
 #: of a 2 GB bundle took 193-207 s instead of 225-227 s on ``local[2]``, a cold ``detect`` 229 s instead of 233 s
-#: (see ``benchmarks/RESULTS.md``). Not for
-#: small or unknown inputs: this collector keeps its old generation at a fixed share of the heap, and the test
-#: suite's session, which analyses bundle after bundle, filled it and collected over and over, where G1 resizes
-#: its generations; a driver started without a size (``serve``, a kernel's own ``get_spark()``) may live as long.
+#: (see ``benchmarks/RESULTS.md``). Not for small or unknown inputs: this collector keeps its old generation at
+#: a fixed share of the heap, and the test suite's session, which analyses bundle after bundle, filled it and
+#: collected over and over, where G1 resizes its generations; a driver started without a size (``serve``, a
+#: kernel's own ``get_spark()``) may live as long.
 THROUGHPUT_GC_OPTIONS = ("-XX:+UseParallelGC",)
 #: Where a user's own JVM options reach the driver besides the session's settings: a collector named in one
 #: of them keeps :data:`THROUGHPUT_GC_OPTIONS` out (a JVM given two collectors refuses to start).
