@@ -38,7 +38,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("serve", ("toolkit.serve",)),
     # builds the class archive by analysing generated samples in a JVM of its own
     ("warmup", ("toolkit.warmup",)),
-    ("cli", ("toolkit.cli", "toolkit.detect")),
+    ("cli", ("toolkit.cli", "toolkit.detect", "toolkit.cache_admin")),
     # sample bundle generator: a tool of its own, imports nothing from the stages
     ("samples", ("toolkit.samples",)),
 ]

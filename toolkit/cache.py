@@ -14,7 +14,9 @@ A file's content digest is remembered under ``<cache>/digests/`` with the file's
 size, modification and status-change times, as ``git`` keeps its index): a re-run on files that were not
 touched reads no byte of them before it reads their records.
 
-The cache lives in ``$STREAM_INCIDENT_CACHE`` or ``~/.cache/stream-incident`` and is safe to delete.
+The cache lives in ``$STREAM_INCIDENT_CACHE`` or ``~/.cache/stream-incident`` and is safe to delete. A run
+that reads an entry sets its last use (a file's modification time), by which ``stream-incident cache prune``
+(:mod:`toolkit.cache_admin`) removes what recent runs did not need.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ class DigestMemo:
         try:
             kept = json.loads(entry.read_text(encoding="utf-8"))
             if kept["path"] == str(path) and kept["identity"] == identity:
+                _mark_used(entry)
                 return str(kept["digest"])
         except (OSError, ValueError, KeyError, TypeError):  # none kept yet (or unreadable): hash the file
             pass
@@ -124,6 +127,14 @@ class DigestMemo:
         if time.time() - max(status.st_mtime, status.st_ctime) > RACY_SECONDS:
             _write_json(entry, {"path": str(path), "identity": identity, "digest": digest})
         return digest
+
+
+def _mark_used(marker: Path) -> None:
+    """Set ``marker``'s modification time to now: the entry's last use, which ``cache prune`` goes by."""
+    try:
+        os.utime(marker)
+    except OSError:  # pruned meanwhile, or a read-only cache: the entry still answers this run
+        pass
 
 
 def _write_json(target: Path, data: Mapping[str, Any]) -> None:
@@ -175,6 +186,7 @@ class ParseCache:
         try:
             data = json.loads(meta.read_text())
             longest = data.get("longest_line")
+            _mark_used(meta)
             return CachedFile(key, data["source"], data["layout"], tuple(data["wrappers"]),
                               float(data["start_share"]), int(data["lines_read"]),
                               int(longest) if longest is not None else None)
@@ -218,6 +230,7 @@ class ParseCache:
         except (OSError, ValueError, KeyError, TypeError):  # pruned by hand, or kept by an older version
             shutil.rmtree(kept, ignore_errors=True)
             return None
+        _mark_used(kept / "complete")
         return schemas
 
     @staticmethod

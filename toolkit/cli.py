@@ -224,6 +224,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.build_parser(p)
     p.set_defaults(func=serve.run)
 
+    from toolkit import cache_admin
+
+    p = sub.add_parser("cache", help="show the parse cache's size, or prune what recent runs did not use")
+    cache_admin.build_parser(p)
+    p.set_defaults(func=cache_admin.run)
+
     from toolkit import warmup
 
     p = sub.add_parser("warm-up", help="build this machine's class archive once, so later cold commands start faster")

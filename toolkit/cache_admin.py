@@ -1,0 +1,224 @@
+"""What the parse cache holds, and pruning it: ``stream-incident cache info | prune | clear``.
+
+The cache (:mod:`toolkit.cache`) only grows by itself: every new or changed log file adds its records,
+every bundle its derived tables, and a new toolkit version keys everything afresh. Its entries are:
+
+* **records**: one log file's parsed records (``records/cache_key=K/``) with the small JSON files under
+  ``meta/`` that describe them; a records folder without its ``meta/K.json`` is the leftover of an
+  interrupted run and is never read;
+* **derived**: the events or timeline tables of one set of files (``derived/D/``; a ``.tmp`` folder is
+  one being built, or the leftover of a run that stopped while building it);
+* **digest**: one remembered content digest (``digests/``), a few hundred bytes.
+
+Each entry's last use is a file's modification time, set again whenever a run reads the entry, so pruning
+by age or size keeps what recent runs used. Removing any entry is safe: a later run parses or derives
+again what it misses. Prune while no analysis is using the same cache: a run that has just looked up an
+entry would then parse its file again, or fail to read records removed under it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from toolkit.cache import KEY_COLUMN, ParseCache
+
+KINDS = ("records", "derived", "digest")
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One removable unit of the parse cache."""
+
+    kind: str
+    name: str
+    #: files and folders that make up the entry, the one that says it is usable first
+    paths: tuple[Path, ...]
+    bytes: int
+    #: seconds since the epoch of the entry's last use (its last write, for one never read since)
+    last_used: float
+    #: False for leftovers of an interrupted run (records without their metadata, a half-built table set)
+    complete: bool = True
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _existing(paths: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(p for p in paths if p.exists())
+
+
+def entries(cache: ParseCache) -> list[CacheEntry]:
+    """Every entry of ``cache``, least recently used first."""
+    found: list[CacheEntry] = []
+    metas = {p.name[:-len(".json")] for p in cache.meta_dir.glob("*.json")
+             if p.name.count(".") == 1} if cache.meta_dir.is_dir() else set()
+    folders = {p.name.split("=", 1)[1]: p for p in cache.records_dir.glob(f"{KEY_COLUMN}=*")} \
+        if cache.records_dir.is_dir() else {}
+    for key in sorted(metas | set(folders)):
+        meta = cache.meta_dir / f"{key}.json"
+        paths = _existing([meta, *cache.meta_dir.glob(f"{key}.*.json"), folders.get(key, cache.records_path(key))])
+        found.append(CacheEntry("records", key, paths, sum(_size(p) for p in paths),
+                                _mtime(meta) if key in metas else max(map(_mtime, paths), default=0.0),
+                                complete=key in metas and key in folders))
+    if cache.records_dir.is_dir():  # a Spark write's staging folder, left by a run that stopped while writing
+        for staging in cache.records_dir.glob("_temporary"):
+            found.append(CacheEntry("records", staging.name, (staging,), _size(staging), _mtime(staging), False))
+    derived = cache.root / "derived"
+    for folder in sorted(derived.iterdir()) if derived.is_dir() else []:
+        marker = folder / "complete"
+        complete = marker.is_file() and not folder.name.endswith(".tmp")
+        found.append(CacheEntry("derived", folder.name, (marker, folder) if complete else (folder,), _size(folder),
+                                _mtime(marker) if complete else _mtime(folder), complete))
+    digests = cache.digests.root
+    for memo in sorted(digests.glob("*.json")) if digests.is_dir() else []:
+        found.append(CacheEntry("digest", memo.stem, (memo,), _size(memo), _mtime(memo)))
+    return sorted(found, key=lambda e: (e.last_used, e.kind, e.name))
+
+
+def choose(found: list[CacheEntry], *, older_than_s: float | None = None, max_bytes: int | None = None,
+           now: float | None = None) -> list[CacheEntry]:
+    """The entries to remove: those unused for more than ``older_than_s`` seconds, then, least recently
+    used first, as many as bring the rest to at most ``max_bytes``. ``found`` is sorted as :func:`entries`
+    returns it."""
+    now = time.time() if now is None else now
+    chosen = [e for e in found if older_than_s is not None and now - e.last_used > older_than_s]
+    if max_bytes is not None:
+        taken = {id(e) for e in chosen}
+        left = sum(e.bytes for e in found) - sum(e.bytes for e in chosen)
+        for entry in found:
+            if left <= max_bytes:
+                break
+            if id(entry) not in taken:
+                chosen.append(entry)
+                left -= entry.bytes
+    return chosen
+
+
+def remove(entry: CacheEntry) -> None:
+    """Delete one entry, the file that makes it usable first, so an interrupted removal leaves a leftover
+    no run reads, never a usable entry with missing parts."""
+    for path in entry.paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def prune(cache: ParseCache, *, older_than_s: float | None = None, max_bytes: int | None = None,
+          dry_run: bool = False) -> list[CacheEntry]:
+    """Remove (or with ``dry_run`` only choose) entries as :func:`choose` picks them; returns them."""
+    chosen = choose(entries(cache), older_than_s=older_than_s, max_bytes=max_bytes)
+    if not dry_run:
+        for entry in chosen:
+            remove(entry)
+    return chosen
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``30d``, ``12h``, ``90m``, ``45s`` or ``2w`` (a bare number is days)."""
+    match = _DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30d, 12h or 90m")
+    return float(match.group(1)) * _SECONDS[(match.group(2) or "d").lower()]
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``20GB``, ``500M``, ``1.5T`` (powers of 1000) or ``8GiB`` (powers of 1024); a bare number is bytes."""
+    match = _SIZE.match(text)
+    if not match or (match.group(3) and not match.group(2)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 20GB, 500MB or 8GiB")
+    power = "kmgt".find(match.group(2).lower()) + 1 if match.group(2) else 0
+    return int(float(match.group(1)) * (1024 if match.group(3) else 1000) ** power)
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes as people read them (powers of 1000, as ``--max-size`` takes them)."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if abs(n) < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{max(seconds, 0):.0f} s"
+
+
+def summary(cache: ParseCache, found: list[CacheEntry], now: float | None = None) -> str:
+    """What ``cache info`` prints: the location, then per kind the entries, their size and oldest use."""
+    now = time.time() if now is None else now
+    lines = [f"parse cache at {cache.root}" + ("" if cache.root.exists() else " (empty: nothing written yet)")]
+    for kind in KINDS:
+        mine = [e for e in found if e.kind == kind]
+        leftovers = sum(1 for e in mine if not e.complete)
+        oldest = f", oldest use {_age(now - min(e.last_used for e in mine))} ago" if mine else ""
+        extra = f" ({leftovers} left by interrupted runs)" if leftovers else ""
+        lines.append(f"  {kind:8} {len(mine):6} entries {human_bytes(sum(e.bytes for e in mine)):>10}{oldest}{extra}")
+    lines.append(f"  {'total':8} {len(found):6} entries {human_bytes(sum(e.bytes for e in found)):>10}")
+    return "\n".join(lines)
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """Add the ``cache`` arguments to ``parser`` (a sub-parser of ``stream-incident``) and return it."""
+    p = parser or argparse.ArgumentParser(prog="stream-incident cache")
+    p.description = ("Show what the parse cache holds, or remove what recent runs did not use. "
+                     "Anything removed is parsed or derived again when a run needs it.")
+    p.add_argument("action", nargs="?", choices=("info", "prune", "clear"), default="info",
+                   help="info (the default): size and age by kind; prune: remove by --older-than and/or "
+                        "--max-size; clear: remove every entry")
+    p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
+    p.add_argument("--older-than", type=parse_duration, metavar="AGE",
+                   help="prune: remove entries no run used for longer than AGE (30d, 12h, 90m; a bare number is days)")
+    p.add_argument("--max-size", type=parse_size, metavar="SIZE",
+                   help="prune: then remove the least recently used entries until the rest fits in SIZE (20GB, 8GiB)")
+    p.add_argument("--dry-run", action="store_true", help="prune, clear: say what would go, remove nothing")
+    return p
+
+
+def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
+    """Run ``cache ACTION``: 0 done, 2 ``prune`` without a rule (or a rule given to another action)."""
+    cache = ParseCache(Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    if args.action == "info":
+        out(summary(cache, entries(cache)))
+        return 0
+    if args.action == "prune" and args.older_than is None and args.max_size is None:
+        print("stream-incident: cache prune needs --older-than AGE, --max-size SIZE or both", file=sys.stderr)
+        return 2
+    if args.action != "prune" and (args.older_than is not None or args.max_size is not None):
+        print(f"stream-incident: --older-than and --max-size go with cache prune, not cache {args.action}",
+              file=sys.stderr)
+        return 2
+    rules = {"older_than_s": args.older_than, "max_bytes": args.max_size} if args.action == "prune" \
+        else {"max_bytes": 0}
+    gone = prune(cache, dry_run=args.dry_run, **rules)
+    verb = "would remove" if args.dry_run else "removed"
+    out(f"{verb} {len(gone)} entries, {human_bytes(sum(e.bytes for e in gone))}")
+    out(summary(cache, entries(cache)))
+    return 0
