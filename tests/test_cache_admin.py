@@ -132,7 +132,7 @@ def test_a_size_limit_removes_the_least_recently_used_until_the_rest_fits():
 
 
 @pytest.mark.parametrize("text, seconds", [("30d", 30 * DAY), ("12h", 12 * 3600), ("90m", 5400), ("45s", 45),
-                                           ("2w", 14 * DAY), ("7", 7 * DAY), ("1.5D", 1.5 * DAY)])
+                                           ("2w", 14 * DAY), ("1.5 days", 1.5 * DAY)])
 def test_durations(text, seconds):
     assert cache_admin.parse_duration(text) == seconds
 
@@ -149,6 +149,12 @@ def test_a_size_that_is_not_one_is_refused(text):
         cache_admin.parse_size(text)
 
 
+@pytest.mark.parametrize("text", ["7", "1.5", "", "-3d", "3 fortnights"])
+def test_a_duration_without_its_unit_or_that_is_not_one_is_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a duration with its unit"):
+        cache_admin.parse_duration(text)
+
+
 def test_the_command_shows_prunes_and_clears(spark, tmp_path, capsys):
     bundle, cache_dir = _bundle(tmp_path / "bundle"), tmp_path / "cache"
     _parse(spark, bundle, tmp_path / "out1", ParseCache(cache_dir))
@@ -162,9 +168,11 @@ def test_the_command_shows_prunes_and_clears(spark, tmp_path, capsys):
     assert "needs --older-than AGE, --max-size SIZE or both" in capsys.readouterr().err
     assert main(["cache", "clear", "--older-than", "30d", "--cache-dir", str(cache_dir)]) == 2
     assert "go with cache prune, not cache clear" in capsys.readouterr().err
+    assert main(["cache", "info", "--max-size", "1GB", "--cache-dir", str(cache_dir)]) == 2
+    assert "go with cache prune, not cache info" in capsys.readouterr().err
     assert len(cache_admin.entries(ParseCache(cache_dir))) == 5
     assert main(["cache", "prune", "--older-than", "30d", "--cache-dir", str(cache_dir)]) == 0
-    assert "removed 0 entries, 0 B" in capsys.readouterr().out
+    assert "removed 0 entries, 0 bytes" in capsys.readouterr().out
 
     assert main(["cache", "clear", "--dry-run", "--cache-dir", str(cache_dir)]) == 0
     assert "would remove 5 entries" in capsys.readouterr().out

@@ -42,6 +42,8 @@ from toolkit.shipped import default_cache_dir
 KEY_COLUMN = "cache_key"
 #: Spark schemas of a kept set of derived tables (reading them back then needs no job).
 SCHEMAS_FILE = "schemas.json"
+#: The empty file that makes a kept set of derived tables usable; written last, removed first.
+COMPLETE_MARKER = "complete"
 #: Bump when the records a parse produces, or what an entry keeps beside them, change (cached
 #: entries become stale). 4: entries keep the file's longest line. 5: content digests are SHA-256.
 PARSE_FORMAT = 5
@@ -129,6 +131,14 @@ class DigestMemo:
         return digest
 
 
+def remove_path(path: Path) -> None:
+    """Delete a file or a folder tree; one already gone is no error."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def _mark_used(marker: Path) -> None:
     """Set ``marker``'s modification time to now: the entry's last use, which ``cache prune`` goes by."""
     try:
@@ -166,6 +176,7 @@ class ParseCache:
         self.root = Path(root) if root else default_cache_dir()
         self.records_dir = self.root / "records"
         self.meta_dir = self.root / "meta"
+        self.derived_root = self.root / "derived"
         self.digests = DigestMemo(self.root / "digests")
         self._salt = f"{__version__}|{PARSE_FORMAT}|{_catalogue_digest()}"
 
@@ -211,7 +222,7 @@ class ParseCache:
         tables an older version derived.
         """
         joined = "\0".join([self._salt, stage, code_digest(), *sorted(inputs)])
-        return self.root / "derived" / hashlib.blake2b(joined.encode(), digest_size=12).hexdigest()
+        return self.derived_root / hashlib.blake2b(joined.encode(), digest_size=12).hexdigest()
 
     @staticmethod
     def restore_derived(kept: Path, paths: Mapping[str, str]) -> dict[str, StructType] | None:
@@ -219,7 +230,7 @@ class ParseCache:
 
         None when nothing complete is kept (or it was pruned: the tables are derived again).
         """
-        if not (kept / "complete").is_file():
+        if not (kept / COMPLETE_MARKER).is_file():
             return None
         try:
             saved = json.loads((kept / SCHEMAS_FILE).read_text())
@@ -230,7 +241,7 @@ class ParseCache:
         except (OSError, ValueError, KeyError, TypeError):  # pruned by hand, or kept by an older version
             shutil.rmtree(kept, ignore_errors=True)
             return None
-        _mark_used(kept / "complete")
+        _mark_used(kept / COMPLETE_MARKER)
         return schemas
 
     @staticmethod
@@ -243,8 +254,8 @@ class ParseCache:
         for name, path in paths.items():
             link_tree(path, building / f"{name}.parquet")
         (building / SCHEMAS_FILE).write_text(json.dumps({name: schemas[name].jsonValue() for name in paths}))
-        (building / "complete").write_text("")
-        if not (kept / "complete").is_file():
+        (building / COMPLETE_MARKER).write_text("")
+        if not (kept / COMPLETE_MARKER).is_file():
             shutil.rmtree(kept, ignore_errors=True)  # leftovers of an interrupted older layout
             try:
                 building.rename(kept)
@@ -306,8 +317,12 @@ class ParseCache:
             return None
         return data if isinstance(data, dict) else None
 
+    def key_paths(self, key: str) -> list[Path]:
+        """Every file and folder kept for ``key``, its metadata (which makes the rest usable) first."""
+        return [self.meta_dir / f"{key}.json", self._problems_path(key), self._accounting_path(key),
+                self.records_path(key)]
+
     def forget(self, key: str) -> None:
-        (self.meta_dir / f"{key}.json").unlink(missing_ok=True)
-        self._problems_path(key).unlink(missing_ok=True)
-        self._accounting_path(key).unlink(missing_ok=True)
-        shutil.rmtree(self.records_path(key), ignore_errors=True)
+        """Remove everything kept for ``key`` (its file is parsed again by the next run that needs it)."""
+        for path in self.key_paths(key):
+            remove_path(path)

@@ -19,15 +19,15 @@ entry would then parse its file again, or fail to read records removed under it.
 from __future__ import annotations
 
 import argparse
-import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from toolkit.cache import KEY_COLUMN, ParseCache
+import humanfriendly
+
+from toolkit.cache import COMPLETE_MARKER, KEY_COLUMN, ParseCache, remove_path
 
 KINDS = ("records", "derived", "digest")
 
@@ -73,16 +73,16 @@ def entries(cache: ParseCache) -> list[CacheEntry]:
         if cache.records_dir.is_dir() else {}
     for key in sorted(metas | set(folders)):
         meta = cache.meta_dir / f"{key}.json"
-        paths = _existing([meta, *cache.meta_dir.glob(f"{key}.*.json"), folders.get(key, cache.records_path(key))])
+        paths = _existing(cache.key_paths(key))
         found.append(CacheEntry("records", key, paths, sum(_size(p) for p in paths),
                                 _mtime(meta) if key in metas else max(map(_mtime, paths), default=0.0),
                                 complete=key in metas and key in folders))
     if cache.records_dir.is_dir():  # a Spark write's staging folder, left by a run that stopped while writing
         for staging in cache.records_dir.glob("_temporary"):
             found.append(CacheEntry("records", staging.name, (staging,), _size(staging), _mtime(staging), False))
-    derived = cache.root / "derived"
+    derived = cache.derived_root
     for folder in sorted(derived.iterdir()) if derived.is_dir() else []:
-        marker = folder / "complete"
+        marker = folder / COMPLETE_MARKER
         complete = marker.is_file() and not folder.name.endswith(".tmp")
         found.append(CacheEntry("derived", folder.name, (marker, folder) if complete else (folder,), _size(folder),
                                 _mtime(marker) if complete else _mtime(folder), complete))
@@ -115,10 +115,7 @@ def remove(entry: CacheEntry) -> None:
     """Delete one entry, the file that makes it usable first, so an interrupted removal leaves a leftover
     no run reads, never a usable entry with missing parts."""
     for path in entry.paths:
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        remove_path(path)
 
 
 def prune(cache: ParseCache, *, older_than_s: float | None = None, max_bytes: int | None = None,
@@ -133,42 +130,32 @@ def prune(cache: ParseCache, *, older_than_s: float | None = None, max_bytes: in
 
 # --- the command -------------------------------------------------------------------------------------
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)(b?)\s*$", re.IGNORECASE)
-
-
 def parse_duration(text: str) -> float:
-    """Seconds in ``30d``, ``12h``, ``90m``, ``45s`` or ``2w`` (a bare number is days)."""
-    match = _DURATION.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30d, 12h or 90m")
-    return float(match.group(1)) * _SECONDS[(match.group(2) or "d").lower()]
+    """Seconds in ``30d``, ``12h``, ``90m``, ``45s`` or ``2w``. A bare number is refused: days or seconds,
+    a reader cannot tell."""
+    try:
+        if not text.strip()[-1:].isalpha():
+            raise humanfriendly.InvalidTimespan(text)
+        return humanfriendly.parse_timespan(text)
+    except humanfriendly.InvalidTimespan:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration with its unit, such as 30d, 12h or 90m") \
+            from None
 
 
 def parse_size(text: str) -> int:
     """Bytes in ``20GB``, ``500M``, ``1.5T`` (powers of 1000) or ``8GiB`` (powers of 1024); a bare number is bytes."""
-    match = _SIZE.match(text)
-    if not match or (match.group(3) and not match.group(2)):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 20GB, 500MB or 8GiB")
-    power = "kmgt".find(match.group(2).lower()) + 1 if match.group(2) else 0
-    return int(float(match.group(1)) * (1024 if match.group(3) else 1000) ** power)
+    try:
+        return humanfriendly.parse_size(text)
+    except humanfriendly.InvalidSize:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size such as 20GB, 500MB or 8GiB") from None
 
 
-def human_bytes(n: float) -> str:
-    """``n`` bytes as people read them (powers of 1000, as ``--max-size`` takes them)."""
-    for unit in ("B", "kB", "MB", "GB"):
-        if abs(n) < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
+def _total_size(found: Iterable[CacheEntry]) -> str:
+    return humanfriendly.format_size(sum(e.bytes for e in found))
 
 
 def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f} {unit}"
-    return f"{max(seconds, 0):.0f} s"
+    return humanfriendly.format_timespan(max(seconds, 0), max_units=1)
 
 
 def summary(cache: ParseCache, found: list[CacheEntry], now: float | None = None) -> str:
@@ -180,8 +167,8 @@ def summary(cache: ParseCache, found: list[CacheEntry], now: float | None = None
         leftovers = sum(1 for e in mine if not e.complete)
         oldest = f", oldest use {_age(now - min(e.last_used for e in mine))} ago" if mine else ""
         extra = f" ({leftovers} left by interrupted runs)" if leftovers else ""
-        lines.append(f"  {kind:8} {len(mine):6} entries {human_bytes(sum(e.bytes for e in mine)):>10}{oldest}{extra}")
-    lines.append(f"  {'total':8} {len(found):6} entries {human_bytes(sum(e.bytes for e in found)):>10}")
+        lines.append(f"  {kind:8} {len(mine):6} entries {_total_size(mine):>10}{oldest}{extra}")
+    lines.append(f"  {'total':8} {len(found):6} entries {_total_size(found):>10}")
     return "\n".join(lines)
 
 
@@ -195,7 +182,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
                         "--max-size; clear: remove every entry")
     p.add_argument("--cache-dir", help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
     p.add_argument("--older-than", type=parse_duration, metavar="AGE",
-                   help="prune: remove entries no run used for longer than AGE (30d, 12h, 90m; a bare number is days)")
+                   help="prune: remove entries no run used for longer than AGE (30d, 12h, 90m, 2w)")
     p.add_argument("--max-size", type=parse_size, metavar="SIZE",
                    help="prune: then remove the least recently used entries until the rest fits in SIZE (20GB, 8GiB)")
     p.add_argument("--dry-run", action="store_true", help="prune, clear: say what would go, remove nothing")
@@ -205,20 +192,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def run(args: argparse.Namespace, out: Callable[[str], None] = print) -> int:
     """Run ``cache ACTION``: 0 done, 2 ``prune`` without a rule (or a rule given to another action)."""
     cache = ParseCache(Path(args.cache_dir).expanduser() if args.cache_dir else None)
+    if args.action != "prune" and (args.older_than is not None or args.max_size is not None):
+        print(f"stream-incident: --older-than and --max-size go with cache prune, not cache {args.action}",
+              file=sys.stderr)
+        return 2
     if args.action == "info":
         out(summary(cache, entries(cache)))
         return 0
     if args.action == "prune" and args.older_than is None and args.max_size is None:
         print("stream-incident: cache prune needs --older-than AGE, --max-size SIZE or both", file=sys.stderr)
         return 2
-    if args.action != "prune" and (args.older_than is not None or args.max_size is not None):
-        print(f"stream-incident: --older-than and --max-size go with cache prune, not cache {args.action}",
-              file=sys.stderr)
-        return 2
     rules = {"older_than_s": args.older_than, "max_bytes": args.max_size} if args.action == "prune" \
         else {"max_bytes": 0}
     gone = prune(cache, dry_run=args.dry_run, **rules)
     verb = "would remove" if args.dry_run else "removed"
-    out(f"{verb} {len(gone)} entries, {human_bytes(sum(e.bytes for e in gone))}")
+    out(f"{verb} {len(gone)} entries, {_total_size(gone)}")
     out(summary(cache, entries(cache)))
     return 0
