@@ -181,3 +181,92 @@ def test_the_command_shows_prunes_and_clears(spark, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "removed 5 entries" in out and "total         0 entries" in out
     assert cache_admin.entries(ParseCache(cache_dir)) == []
+
+
+def _stamp_aged(cache: ParseCache, days: float) -> None:
+    stamp = cache.root / cache_admin.TRIM_STAMP
+    stamp.touch()
+    then = time.time() - days * DAY
+    os.utime(stamp, (then, then))
+
+
+def test_a_run_trims_the_cache_to_its_limit_sparing_what_recent_runs_used(spark, tmp_path, monkeypatch):
+    cache = ParseCache(tmp_path / "cache")
+    _parse(spark, _bundle(tmp_path / "old"), tmp_path / "out1", cache)
+    old = {(e.kind, e.name) for e in cache_admin.entries(cache)}
+    _age_everything(cache, days=2)
+    monkeypatch.setenv(cache_admin.MAX_SIZE_ENV, "1 byte")
+
+    bundle = tmp_path / "new"
+    _bundle(bundle)
+    (bundle / "h-0" / "app.log").write_text(LINE.format(9))  # other content: entries of its own
+    said, rows = _parse(spark, bundle, tmp_path / "out2", cache)
+    left = {(e.kind, e.name) for e in cache_admin.entries(cache)}
+    removed = [s for s in said if s.startswith("parse cache above 1 byte")]
+    # the older run's entries go but the records its file h-1/app.log shares with this run (same content,
+    # path and host), which this run read and so used; digests are kept per path, so the old ones go
+    assert old - left == old - {("records", _key_of(cache, "h-1/app.log"))} and len(removed) == 1
+    assert f"removed {len(old) - 1} entries no run used within the last hour" in removed[0]
+    assert sorted(e.kind for e in cache_admin.entries(cache)) == ["derived", "digest", "digest", "records", "records"]
+    assert len(rows) == 4  # the run's own records, unaffected
+
+    # within the hour no run trims again, however far above the limit
+    _age_everything(cache, days=2)
+    said, _ = _parse(spark, bundle, tmp_path / "out3", cache)
+    assert not any(s.startswith("parse cache above") for s in said)
+    assert {(e.kind, e.name) for e in cache_admin.entries(cache)} == left
+
+
+def test_trimming_removes_least_recently_used_first_and_never_what_was_used_within_the_grace(spark, tmp_path):
+    cache = ParseCache(tmp_path / "cache")
+    _parse(spark, _bundle(tmp_path / "bundle"), tmp_path / "out1", cache)
+    _age_everything(cache, days=2)
+    older = _key_of(cache, "h-1/app.log")
+    then = time.time() - 3 * DAY
+    for path in cache.key_paths(older):
+        if path.exists():
+            os.utime(path, (then, then))
+    found = cache_admin.entries(cache)
+    total = sum(e.bytes for e in found)
+
+    assert [(e.kind, e.name) for e in cache_admin.trim(cache, total)] == []
+    assert [(e.kind, e.name) for e in cache_admin.trim(cache, total - 1)] == [("records", older)]
+    # with a grace of three days every entry left (last used two days ago) is spared, limit or not
+    assert cache_admin.trim(cache, 0, grace_s=3 * DAY) == []
+    assert len(cache_admin.trim(cache, 0)) == len(found) - 1
+    assert cache_admin.entries(cache) == []
+
+
+@pytest.mark.parametrize("setting, expected", [(None, 10 * 10**9), ("", 10 * 10**9), ("20GB", 20 * 10**9),
+                                               ("8GiB", 8 * 2**30), ("None", None)])
+def test_the_size_limit_setting(monkeypatch, setting, expected):
+    if setting is None:
+        monkeypatch.delenv(cache_admin.MAX_SIZE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(cache_admin.MAX_SIZE_ENV, setting)
+    assert cache_admin.size_limit() == expected
+
+
+def test_a_bad_limit_or_none_leaves_the_cache_alone_and_says_why(spark, tmp_path, monkeypatch):
+    cache = ParseCache(tmp_path / "cache")
+    _parse(spark, _bundle(tmp_path / "bundle"), tmp_path / "out1", cache)
+    _age_everything(cache, days=2)
+    count = len(cache_admin.entries(cache))
+    said: list[str] = []
+
+    monkeypatch.setenv(cache_admin.MAX_SIZE_ENV, "lots")
+    assert cache_admin.trim_if_due(cache, said.append) == []
+    assert said == ["$STREAM_INCIDENT_CACHE_MAX_SIZE='lots' is not a size such as 20GB or 8GiB (or none); "
+                    "the parse cache is not trimmed"]
+    assert "runs let it grow: $STREAM_INCIDENT_CACHE_MAX_SIZE='lots' is not a size" in \
+        cache_admin.summary(cache, cache_admin.entries(cache))
+
+    monkeypatch.setenv(cache_admin.MAX_SIZE_ENV, "none")
+    assert cache_admin.trim_if_due(cache, said.append) == [] and len(said) == 1
+    assert "runs let it grow ($STREAM_INCIDENT_CACHE_MAX_SIZE=none)" in cache_admin.summary(cache, cache_admin.entries(cache))
+    assert len(cache_admin.entries(cache)) == count
+
+    monkeypatch.setenv(cache_admin.MAX_SIZE_ENV, "1kB")
+    assert "runs keep it within 1 KB ($STREAM_INCIDENT_CACHE_MAX_SIZE)" in cache_admin.summary(cache, cache_admin.entries(cache))
+    _stamp_aged(cache, days=2)
+    assert len(cache_admin.trim_if_due(cache, said.append)) == count

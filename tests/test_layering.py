@@ -22,8 +22,9 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
               "toolkit.jvm", "toolkit.shipped", "toolkit.utc", "toolkit.sqltext")),
     # state evidence: formats, sniffing, readers -> state tables (they import nothing but toolkit.schemas)
     ("state", ("toolkit.state",)),
-    # the bundle walker (asks the state sniffers what each file is) and the parse cache keyed by its files
-    ("bundle", ("toolkit.bundle", "toolkit.cache")),
+    # the bundle walker (asks the state sniffers what each file is) and the parse cache keyed by its files,
+    # with what lists and prunes it
+    ("bundle", ("toolkit.bundle", "toolkit.cache", "toolkit.cache_admin")),
     ("catalogue", ("toolkit.catalogue", "toolkit.layouts")),
     ("ingest", ("toolkit.ingest",)),
     ("events", ("toolkit.events",)),
@@ -38,7 +39,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("serve", ("toolkit.serve",)),
     # builds the class archive by analysing generated samples in a JVM of its own
     ("warmup", ("toolkit.warmup",)),
-    ("cli", ("toolkit.cli", "toolkit.detect", "toolkit.cache_admin")),
+    ("cli", ("toolkit.cli", "toolkit.detect")),
     # sample bundle generator: a tool of its own, imports nothing from the stages
     ("samples", ("toolkit.samples",)),
 ]

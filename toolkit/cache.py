@@ -15,8 +15,8 @@ size, modification and status-change times, as ``git`` keeps its index): a re-ru
 touched reads no byte of them before it reads their records.
 
 The cache lives in ``$STREAM_INCIDENT_CACHE`` or ``~/.cache/stream-incident`` and is safe to delete. A run
-that reads an entry sets its last use (a file's modification time), by which ``stream-incident cache prune``
-(:mod:`toolkit.cache_admin`) removes what recent runs did not need.
+that reads an entry sets its last use (a file's modification time), by which runs keep the cache within its
+size limit and ``stream-incident cache prune`` removes what recent runs did not need (:mod:`toolkit.cache_admin`).
 """
 
 from __future__ import annotations

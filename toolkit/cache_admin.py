@@ -1,6 +1,7 @@
-"""What the parse cache holds, and pruning it: ``stream-incident cache info | prune | clear``.
+"""What the parse cache holds, pruning it (``stream-incident cache info | prune | clear``), and the size limit
+runs keep it within.
 
-The cache (:mod:`toolkit.cache`) only grows by itself: every new or changed log file adds its records,
+The cache (:mod:`toolkit.cache`) grows with every run: every new or changed log file adds its records,
 every bundle its derived tables, and a new toolkit version keys everything afresh. Its entries are:
 
 * **records**: one log file's parsed records (``records/cache_key=K/``) with the small JSON files under
@@ -12,13 +13,19 @@ every bundle its derived tables, and a new toolkit version keys everything afres
 
 Each entry's last use is a file's modification time, set again whenever a run reads the entry, so pruning
 by age or size keeps what recent runs used. Removing any entry is safe: a later run parses or derives
-again what it misses. Prune while no analysis is using the same cache: a run that has just looked up an
-entry would then parse its file again, or fail to read records removed under it.
+again what it misses. Prune by hand while no analysis is using the same cache: a run that has just looked up
+an entry would then parse its file again, or fail to read records removed under it.
+
+A run also keeps the cache within a size limit by itself (:func:`trim_if_due`, ``$STREAM_INCIDENT_CACHE_MAX_SIZE``,
+10 GB unless set): at most once an hour, after its parse, it removes the least recently used entries until the
+rest fits, never one that a run used within the last hour (a run links what it reads into its own output
+folder within seconds of looking it up, so nothing another run still needs is removed under it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -30,6 +37,15 @@ import humanfriendly
 from toolkit.cache import COMPLETE_MARKER, KEY_COLUMN, ParseCache, remove_path
 
 KINDS = ("records", "derived", "digest")
+#: The size a run keeps the cache within (a size such as ``20GB``, or ``none`` to let it grow).
+MAX_SIZE_ENV = "STREAM_INCIDENT_CACHE_MAX_SIZE"
+DEFAULT_MAX_SIZE = "10GB"
+#: A run trims the cache at most this often: listing the entries walks every file of the cache.
+TRIM_INTERVAL_S = 3600.0
+#: Entries used this recently are never trimmed (another run may be about to read them).
+TRIM_GRACE_S = 3600.0
+#: File in the cache's root whose modification time is the last trim.
+TRIM_STAMP = "last-trim"
 
 
 @dataclass(frozen=True)
@@ -128,6 +144,61 @@ def prune(cache: ParseCache, *, older_than_s: float | None = None, max_bytes: in
     return chosen
 
 
+def size_limit() -> int | None:
+    """The size a run keeps the cache within (``$STREAM_INCIDENT_CACHE_MAX_SIZE``, else 10 GB), or None when
+    set to ``none``. Raises ValueError, saying what was expected, for a value that is not a size."""
+    text = os.environ.get(MAX_SIZE_ENV, "").strip() or DEFAULT_MAX_SIZE
+    if text.lower() == "none":
+        return None
+    try:
+        return parse_size(text)
+    except argparse.ArgumentTypeError:
+        raise ValueError(f"${MAX_SIZE_ENV}={text!r} is not a size such as 20GB or 8GiB (or none)") from None
+
+
+def trim(cache: ParseCache, max_bytes: int, *, grace_s: float = TRIM_GRACE_S,
+         now: float | None = None) -> list[CacheEntry]:
+    """Remove the least recently used entries until the cache holds at most ``max_bytes``, sparing those
+    used within ``grace_s`` seconds (so the cache may stay above the limit); returns what was removed."""
+    now = time.time() if now is None else now
+    found = entries(cache)
+    old = [e for e in found if now - e.last_used > grace_s]
+    recent_bytes = sum(e.bytes for e in found) - sum(e.bytes for e in old)
+    chosen = choose(old, max_bytes=max(max_bytes - recent_bytes, 0), now=now)
+    for entry in chosen:
+        remove(entry)
+    return chosen
+
+
+def trim_if_due(cache: ParseCache, progress: Callable[[str], None] | None = None,
+                now: float | None = None) -> list[CacheEntry]:
+    """Trim ``cache`` to :func:`size_limit` if no run did within the last hour; what a run calls after
+    writing to the cache. Never fails the run: a bad setting or an unwritable cache is said and skipped."""
+    say = progress or (lambda _m: None)
+    now = time.time() if now is None else now
+    stamp = cache.root / TRIM_STAMP
+    if not cache.root.is_dir() or now - _mtime(stamp) < TRIM_INTERVAL_S:
+        return []
+    try:
+        limit = size_limit()
+    except ValueError as problem:
+        say(f"{problem}; the parse cache is not trimmed")
+        return []
+    if limit is None:
+        return []
+    try:
+        stamp.touch()
+        os.utime(stamp, (now, now))
+        gone = trim(cache, limit, now=now)
+    except OSError as problem:  # a read-only or vanished cache: this run's results do not depend on it
+        say(f"the parse cache at {cache.root} could not be trimmed: {problem}")
+        return []
+    if gone:
+        say(f"parse cache above {humanfriendly.format_size(limit)} (${MAX_SIZE_ENV}): removed {len(gone)} "
+            f"entries no run used within the last hour, {_total_size(gone)}")
+    return gone
+
+
 # --- the command -------------------------------------------------------------------------------------
 
 def parse_duration(text: str) -> float:
@@ -155,7 +226,7 @@ def _total_size(found: Iterable[CacheEntry]) -> str:
 
 
 def _age(seconds: float) -> str:
-    return humanfriendly.format_timespan(max(seconds, 0), max_units=1)
+    return humanfriendly.format_timespan(round(max(seconds, 0)), max_units=1)
 
 
 def summary(cache: ParseCache, found: list[CacheEntry], now: float | None = None) -> str:
@@ -169,6 +240,12 @@ def summary(cache: ParseCache, found: list[CacheEntry], now: float | None = None
         extra = f" ({leftovers} left by interrupted runs)" if leftovers else ""
         lines.append(f"  {kind:8} {len(mine):6} entries {_total_size(mine):>10}{oldest}{extra}")
     lines.append(f"  {'total':8} {len(found):6} entries {_total_size(found):>10}")
+    try:
+        limit = size_limit()
+        lines.append(f"runs keep it within {humanfriendly.format_size(limit)} (${MAX_SIZE_ENV})" if limit is not None
+                     else f"runs let it grow (${MAX_SIZE_ENV}=none)")
+    except ValueError as problem:
+        lines.append(f"runs let it grow: {problem}")
     return "\n".join(lines)
 
 

@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 from toolkit import utc
 from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
+from toolkit.cache_admin import trim_if_due
 from toolkit.detectors import findings_to_json, run_detectors
 from toolkit.detectors.base import Finding
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
@@ -178,6 +179,8 @@ def parse(
     events, config, bounds = classify_records(spark, records, out, progress=say, cache=cache,
                                               file_keys=report.file_keys, shapes=shapes, small=small,
                                               tiny=small and size <= ONE_TASK_CLASSIFY_BYTES)
+    if cache is not None:
+        trim_if_due(cache, say)
     return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out,
                   run_bounds=bounds, small=small)
 
