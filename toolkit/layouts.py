@@ -584,6 +584,13 @@ def _generic_timestamp(ts_raw: Column, tz: Column, file_date: Column) -> Column:
             .otherwise(log4j_date))
 
 
+def _split_rewrite(rewritten: str, fields: int) -> Column:
+    """The fields of a rewrite (SEP f1 SEP f2 ...) as an array whose item 0 is the empty text before the
+    first SEP: the fields are items 1..n. Splitting the whole rewrite saves cutting off its first character,
+    which copies the line and counts its characters once more."""
+    return F.split(F.col(rewritten), FIELD_SEP, fields + 1)
+
+
 def _rewrite_regex(layout: Layout, text: Column) -> Column:
     """One regex per line: a record's first line becomes SEP ts SEP level ... (unchanged if no match)."""
     groups = layout.regex.groupindex
@@ -614,10 +621,9 @@ def _generic_columns(lines: DataFrame, generic: Layout, needs: Column) -> DataFr
     leveled = needs & ~stamped & head.substr(1, 1).isin("T", "D", "I", "W", "E", "F") & head.rlike(LEVEL_HEAD)
     bare = F.regexp_replace(head, to_java_regex(generic.bare_pattern), replacement)
     lines = lines.withColumn("_grw", F.when(stamped, F.col("_grw")).when(leveled, bare))
-    lines = lines.withColumn("_gparts", F.when(F.col("_grw").startswith(FIELD_SEP),
-                                               F.split(F.substring(F.col("_grw"), 2, 1 << 30), FIELD_SEP, len(names))))
-    part = {n: F.nullif(F.trim(F.col("_gparts").getItem(i)), F.lit("")) for i, n in enumerate(names)}
-    message = F.col("_gparts").getItem(names.index("message"))
+    lines = lines.withColumn("_gparts", F.when(F.col("_grw").startswith(FIELD_SEP), _split_rewrite("_grw", len(names))))
+    part = {n: F.nullif(F.trim(F.col("_gparts").getItem(i + 1)), F.lit("")) for i, n in enumerate(names)}
+    message = F.col("_gparts").getItem(names.index("message") + 1)
     # A bracketed dotted name with no logger after it is the logger (Quarkus: [o.a.k.s.KafkaStreams] (thread)).
     thread_is_logger = part["logger"].isNull() & part["thread"].rlike(DOTTED_NAME)
     logger = F.when(thread_is_logger, part["thread"]).otherwise(part["logger"])
@@ -665,8 +671,7 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
             {l.id: ~(text.rlike(STACK_LINE) | text.rlike(r"^\s")) & (F.length(text) > 0) for l in message_only},
             F.lit(False)),
     })
-    lines = lines.withColumn("_parts", F.when(F.col("_rw").startswith(FIELD_SEP),
-                                              F.split(F.substring(F.col("_rw"), 2, 1 << 30), FIELD_SEP, len(FIELDS))))
+    lines = lines.withColumn("_parts", F.when(F.col("_rw").startswith(FIELD_SEP), _split_rewrite("_rw", len(FIELDS))))
 
     def json_field(layout: Layout, kind: str) -> Column:
         keys = layout.json_keys.get(kind, ())
@@ -674,7 +679,7 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
 
     named_fields = {}
     for i, name in enumerate(FIELDS):
-        branches = {l.id: F.nullif(F.col("_parts").getItem(i), F.lit("")) for l in regex_layouts}
+        branches = {l.id: F.nullif(F.col("_parts").getItem(i + 1), F.lit("")) for l in regex_layouts}
         branches.update({l.id: json_field(l, name) for l in json_layouts})
         if name == "message":
             branches.update({l.id: F.when(F.col("_msg_start"), text) for l in message_only})
