@@ -204,13 +204,12 @@ def trim_if_due(cache: ParseCache, progress: Callable[[str], None] | None = None
 def parse_duration(text: str) -> float:
     """Seconds in ``30d``, ``12h``, ``90m``, ``45s`` or ``2w``. A bare number is refused: days or seconds,
     a reader cannot tell."""
-    try:
-        if not text.strip()[-1:].isalpha():
-            raise humanfriendly.InvalidTimespan(text)
-        return humanfriendly.parse_timespan(text)
-    except humanfriendly.InvalidTimespan:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration with its unit, such as 30d, 12h or 90m") \
-            from None
+    if text.strip()[-1:].isalpha():
+        try:
+            return humanfriendly.parse_timespan(text)
+        except humanfriendly.InvalidTimespan:
+            pass
+    raise argparse.ArgumentTypeError(f"{text!r} is not a duration with its unit, such as 30d, 12h or 90m")
 
 
 def parse_size(text: str) -> int:
