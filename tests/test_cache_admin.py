@@ -270,3 +270,22 @@ def test_a_bad_limit_or_none_leaves_the_cache_alone_and_says_why(spark, tmp_path
     assert "runs keep it within 1 KB ($STREAM_INCIDENT_CACHE_MAX_SIZE)" in cache_admin.summary(cache, cache_admin.entries(cache))
     _stamp_aged(cache, days=2)
     assert len(cache_admin.trim_if_due(cache, said.append)) == count
+
+
+def test_an_analysis_trims_after_its_timeline_so_the_tables_it_just_read_stay(spark, tmp_path, monkeypatch):
+    from toolkit.pipeline import analyse
+
+    bundle, cache = _bundle(tmp_path / "bundle"), ParseCache(tmp_path / "cache")
+    analyse(spark, bundle, tmp_path / "out1", cache=cache, shapes=False)
+    kept = {(e.kind, e.name) for e in cache_admin.entries(cache)}
+    assert sum(kind == "derived" for kind, _ in kept) == 2  # events and timeline
+    _age_everything(cache, days=2)
+    monkeypatch.setenv(cache_admin.MAX_SIZE_ENV, "1 byte")
+
+    said: list[str] = []
+    analyse(spark, bundle, tmp_path / "out2", cache=cache, progress=said.append, shapes=False)
+    assert "timeline unchanged since an earlier run (cache)" in said
+    # every entry was read by this run (so used within the hour): the trim, due now, removes none of them
+    assert not any(s.startswith("parse cache above") for s in said)
+    assert {(e.kind, e.name) for e in cache_admin.entries(cache)} == kept
+    assert time.time() - (cache.root / cache_admin.TRIM_STAMP).stat().st_mtime < 600

@@ -17,9 +17,9 @@ again what it misses. Prune by hand while no analysis is using the same cache: a
 an entry would then parse its file again, or fail to read records removed under it.
 
 A run also keeps the cache within a size limit by itself (:func:`trim_if_due`, ``$STREAM_INCIDENT_CACHE_MAX_SIZE``,
-10 GB unless set): at most once an hour, after its parse, it removes the least recently used entries until the
-rest fits, never one that a run used within the last hour (a run links what it reads into its own output
-folder within seconds of looking it up, so nothing another run still needs is removed under it).
+10 GB unless set): at most once an hour, at the end of its parse or analysis, it removes the least recently used
+entries until the rest fits, never one that a run used within the last hour (a run links what it reads into its
+own output folder within seconds of looking it up, so nothing another run still needs is removed under it).
 """
 
 from __future__ import annotations

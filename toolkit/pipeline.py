@@ -169,6 +169,14 @@ def parse(
     options = options or AnalysisOptions()
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
+    parsed = _parse(spark, bundle, out_dir, options, cache, say, shapes)
+    if cache is not None:
+        trim_if_due(cache, say)
+    return parsed
+
+
+def _parse(spark: SparkSession, bundle: Bundle | Path | str | list, out_dir: Path | str, options: AnalysisOptions,
+           cache: ParseCache | None, say: Progress, shapes: bool) -> Parsed:
     out = Path(out_dir)
     size = input_bytes(_bundle_paths(bundle))
     plan_for_input(spark, size)
@@ -179,8 +187,6 @@ def parse(
     events, config, bounds = classify_records(spark, records, out, progress=say, cache=cache,
                                               file_keys=report.file_keys, shapes=shapes, small=small,
                                               tiny=small and size <= ONE_TASK_CLASSIFY_BYTES)
-    if cache is not None:
-        trim_if_due(cache, say)
     return Parsed(bundle=opened, ingest=report, records=records, events=events, config=config, out_dir=out,
                   run_bounds=bounds, small=small)
 
@@ -209,7 +215,7 @@ def analyse(
     options = options or AnalysisOptions()
     cache = cache if cache is not None else options.parse_cache()
     say = progress or (lambda _m: None)
-    parsed = parse(spark, bundle, out_dir, options, cache=cache, progress=say, shapes=shapes)
+    parsed = _parse(spark, bundle, out_dir, options, cache, say, shapes)
     out, report, small = parsed.out_dir, parsed.ingest, parsed.small
     events, config, bounds = (_held(df, small) for df in (parsed.events, parsed.config, parsed.run_bounds))
     state = _state_facts(spark, out, small)
@@ -229,6 +235,8 @@ def analyse(
             timeline = _reload(spark, timeline, out, small)
             if cache is not None and report.file_keys:
                 cache.store_derived(_timeline_key(cache, report), _table_paths(out, TIMELINE_TABLES), TIMELINE_TABLES)
+    if cache is not None:  # after the timeline: its kept tables, read just now, count as used
+        trim_if_due(cache, say)
     return Analysis(bundle=parsed.bundle, ingest=report, records=parsed.records, events=events, timeline=timeline,
                     out_dir=out)
 
