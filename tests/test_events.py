@@ -228,6 +228,18 @@ def test_redaction_scans_a_megabyte_long_token_once(spark):
     assert got == [expected for _, expected in LONG_TOKEN_CASES]
 
 
+def test_texts_of_templates_without_a_logger_pass_the_gate_under_any_logger(spark):
+    # An exception's text is logged by whoever caught it, at any level: the gate may not judge it by its logger.
+    from toolkit.catalogue import load_templates
+
+    unbound = [t for t in load_templates() if not t.logger or t.logger == "-" or t.logger.endswith(("Exception", "Error"))]
+    assert {t.id for t in unbound} >= {"jvm.thread.uncaught", "ks.exception.task_corrupted", "ks.exception.task_migrated"}
+    lines = [(sample, "com.example.orders.OrderService") for t in unbound for sample in t.samples]
+    events = {row["line_no"]: row["event"] for row in classify(_records(spark, lines)).collect()}
+    expected = {i: t.event for i, t in enumerate((t for t in unbound for _ in t.samples), start=1)}
+    assert events == expected
+
+
 def test_unknown_shapes_groups_noise_by_masked_shape(spark):
     noise = [
         ("Fetched 120 records from partition orders-3 in 15ms", "com.example.OrderProcessor"),
