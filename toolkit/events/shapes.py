@@ -45,7 +45,7 @@ def shapes_of(untagged: DataFrame, hopeless: DataFrame, limit: int = 50) -> Data
     # Two steps, so the masking regexes run once per distinct line pattern, not once per line: group by
     # the first line with every digit turned into 0 (masking that text gives the same shape as masking
     # the original), then mask each group key and merge equal shapes. A character class, not `translate`:
-    # Spark's translate looks every character up in a map of strings, two to three times slower here.
+    # Spark's translate looks every character up in a map of strings, about twice as slow here.
     digits_zeroed = F.regexp_replace(F.substring(first, 1, 300), "[1-9]", "0")
     example = F.min(F.struct("source", "line_no", first.alias("first"))).alias("_ex")
     grouped = (
