@@ -136,6 +136,16 @@ def test_shuffle_width_is_pinned_only_for_local_masters():
     assert connect_settings({SHUFFLE_WIDTH: "64"})[SHUFFLE_WIDTH] == "64"  # only when the user asks
 
 
+def test_a_local_session_starts_with_small_memory_pages(spark):
+    """A broadcast hash join keeps one memory page per table; in one local JVM Spark's heap-sized page (32 MB on
+    a 2 GB heap) made a timeline query's few dozen broadcasts fill the heap. A cluster keeps its own size."""
+    from toolkit.spark import BUFFER_PAGE_SIZE, session_settings
+
+    assert spark.conf.get(BUFFER_PAGE_SIZE) == "4m"
+    assert session_settings("local[*]")[BUFFER_PAGE_SIZE] == "4m"
+    assert BUFFER_PAGE_SIZE not in session_settings("spark://127.0.0.1:7077")
+
+
 def test_connect_session_takes_adaptive_settings_only_where_allowed():
     from toolkit.spark import ICU_CASE_MAPPINGS, apply_runtime_settings, connect_settings
 

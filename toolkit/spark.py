@@ -32,6 +32,10 @@ MAP_LOOKUP_HASH_THRESHOLD = "spark.sql.optimizer.mapLookupHashThreshold"
 ICU_CASE_MAPPINGS = "spark.sql.icu.caseMappings.enabled"
 #: How many generated classes a session keeps for reuse (a static setting: read when the session starts).
 CODEGEN_CACHE_ENTRIES = "spark.sql.codegen.cache.maxEntries"
+#: Size of Spark's memory pages (a static setting); see :func:`session_settings`.
+BUFFER_PAGE_SIZE = "spark.buffer.pageSize"
+#: The page size of a local session: small tables' broadcasts then hold 4 MB each, not 32-64 MB.
+LOCAL_PAGE_SIZE = "4m"
 
 # Settings for every session the toolkit starts. Incident bundles are megabytes to a few
 # gigabytes: adaptive execution coalesces shuffle output to what the data needs.
@@ -165,6 +169,10 @@ def session_settings(master: str, conf: Mapping[str, str] | None = None) -> dict
     if cores is not None:
         settings["spark.sql.shuffle.partitions"] = str(max(2, 2 * cores))
         settings["spark.driver.memory"] = default_driver_memory()
+        # Spark sizes its memory pages from the heap (32 MB with a 2 GB heap, two cores) and a broadcast hash
+        # join keeps a whole page for its table, however few rows: with the driver and executor in one JVM,
+        # the few dozen broadcasts a timeline query holds took a gigabyte of a 2 GB heap (out of memory).
+        settings[BUFFER_PAGE_SIZE] = LOCAL_PAGE_SIZE
         # Keep the embedded driver on loopback: no traffic leaves the machine.
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
