@@ -751,6 +751,12 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     ts = F.when(F.col("line_layout") == generic.id, _timestamp(generic, F.col("f_ts"), tz, day)).otherwise(named_ts)
     # Some layouts print the date only optionally (logback): decide per line.
     dated = F.col("f_ts").rlike(DATED_STAMP) | F.col("f_ts").rlike(r"^\d{9,19}(?:\.\d+)?$|^\{")
+    # The stamps are parsed in a stage of their own: the time, its quality and the clock offset all
+    # read them, and Spark evaluates an expression inside CASE branches again at every use.
+    starts_only = F.col("is_start")
+    lines = lines.withColumns({"_ts": F.when(starts_only, ts), "_wrap_ts": F.when(starts_only, wrap_ts),
+                               "_dated": F.when(starts_only, dated)})
+    ts, wrap_ts, dated = F.col("_ts"), F.col("_wrap_ts"), F.col("_dated")
     # A wrapper stamp (docker -t, kubectl --timestamps) is exact: prefer it to a borrowed date.
     ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
     quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
