@@ -41,6 +41,17 @@ def test_wrappers_are_detected_and_stripped(wrapper):
     assert det.layout == "kafka-log4j"
 
 
+def test_a_date_column_before_a_bar_is_no_compose_service():
+    """``%d{yyyy-MM-dd} | %d{HH:mm:ss.SSS} | ...``: the date is the layout's own column. Taken for a compose
+    service name, it was stripped and the records were dated from the file's modification time."""
+    line = ("2022-12-07 | 16:24:08.414 | DEBUG | orders-app-StreamThread-1 | org.apache.kafka.clients.ClientUtils"
+            " | Resolved host 10.56.132.112 as 10.56.132.112")
+    det = detect_lines([line] * 3)
+    assert det.wrappers == ()
+    assert det.layout == "pipe-columns"
+    assert CAT.layout("pipe-columns").fields(line)["ts"] == "2022-12-07 | 16:24:08.414"
+
+
 def test_detection_prefers_nothing_over_a_wrong_guess():
     det = detect_lines(["hello world", "this is not a log line", "12345"])
     assert det.layout is None
