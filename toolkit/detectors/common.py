@@ -19,6 +19,7 @@ from toolkit.detectors.base import MAX_EVIDENCE, Evidence
 from toolkit.knowledge import get_known_bug, missing_evidence_steps, verdicts_for_detector, version_verdict
 from toolkit.knowledge.versions import VersionError, compare_versions
 from toolkit.sqltext import event_in
+from toolkit.state.schemas import CHANGELOG_CHECKPOINT_FILES
 
 #: Guarantee values that mean exactly-once (``exactly_once`` is the pre-2.6 / deprecated spelling).
 EOS_PREFIX = "exactly_once"
@@ -319,13 +320,16 @@ def fmt_ts(value: datetime | None) -> str:
 
 
 def captured_checkpoints(tl: Any) -> DataFrame:
-    """Readable ``.checkpoint`` entries of state captures, with an effective ``capture_time``.
+    """Readable changelog checkpoint entries of state captures (a task's ``.checkpoint``, 4.3's
+    ``.checkpoint_<store>``; not ``<store>.position`` files, whose offsets are input positions), with an
+    effective ``capture_time``.
 
     A plain copy or ``tar`` of ``state.dir`` has no capture time (``capture_time`` null); the newest
     file mtime of the same capture is then a lower bound of when it was taken.
     """
     newest = tl.state.state_files.groupBy("host", "source").agg(F.max("mtime").alias("_newest"))
-    files = tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull())
+    files = tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull()
+                                       & F.col("file_kind").isin(*CHANGELOG_CHECKPOINT_FILES))
     return files.join(newest, ["host", "source"], "left").withColumn(
         "capture_time", F.coalesce(F.col("capture_time"), F.col("_newest"))).drop("_newest")
 

@@ -46,6 +46,10 @@ STATE_FILES_SCHEMA = struct(
 )
 
 #: One row per entry of a ``.checkpoint``-format file (or one row with ``problem`` for an unreadable file).
+#: Captured files that hold changelog offsets a restart reads (a task's ``.checkpoint``, 4.3's ``.checkpoint_<store>``).
+#: ``<store>.position`` holds input-topic positions and ``.checkpoint.tmp`` is a write in progress: neither is one.
+CHANGELOG_CHECKPOINT_FILES: tuple[str, ...] = ("checkpoint", "store_checkpoint")
+
 CHECKPOINTS_SCHEMA = struct(
     ("host", S),
     ("source", S),

@@ -21,6 +21,7 @@ from toolkit.timeline.nifi import nifi_tables
 from toolkit.timeline.schemas import TABLES
 from toolkit.spark import computed_once
 from toolkit.sqltext import earliest, event_in, sql_list, sql_str
+from toolkit.state.schemas import CHANGELOG_CHECKPOINT_FILES
 from toolkit.timeline.sql import conform, quoted, sql_map
 
 # --------------------------------------------------------------------------- helpers
@@ -447,7 +448,7 @@ def checkpoints(events: DataFrame, state: StateFacts) -> DataFrame:
         "offset", "'log' AS origin", "run_id", "event", "source", "line_no",
     )
     cap = state.checkpoints
-    capture = cap.where("file_kind IN ('checkpoint', 'store_checkpoint') OR file_kind IS NULL").selectExpr(
+    capture = cap.where(f"file_kind IN ({sql_list(CHANGELOG_CHECKPOINT_FILES)}) OR file_kind IS NULL").selectExpr(
         "host", "app_id", "task_id", "store", "topic", "partition",
         "file_mtime AS ts", "CASE WHEN problem IS NOT NULL THEN 'corrupt' ELSE 'file' END AS kind",
         "offset", "'capture' AS origin", "file_mtime", "capture_time", "problem", "source",
