@@ -8,7 +8,9 @@ queue is gone are dropped. The result is FlowFiles lost (or, for dropped updates
 
 Decision (``nifi_checkpoints``, ``process_runs``): on a host, a run whose recovery logged damage (truncated
 journal, NUL bytes, empty snapshot, orphaned or dropped FlowFiles); or that restored less than half of what the
-previous run's last checkpoint held (at least 100 FlowFiles); or that recovered without ever logging a restore.
+previous run's last checkpoint held (at least 100 FlowFiles) after a crash or error (a clean stop writes no
+checkpoint, so a queue drained since the last one restores less, rightly); or that recovered without ever logging
+a restore after an unclean stop.
 A capture whose FlowFile journal or checkpoint is damaged on disk is reported too (the next start will drop it).
 """
 
@@ -76,7 +78,10 @@ def _judge_run(tl, cp, host, previous, run):
     damage_rows = rows(damage.select("kind", "records"), 20)
     n_dropped = rows(dropped.agg(F.count(F.lit(1)).alias("n")), 1)[0].n
     orphaned = sum(int(r.records or 0) for r in damage_rows if r.kind == "orphaned")
-    partial = (restored is not None and last_cp is not None and last_cp.records is not None
+    # NiFi does not checkpoint on a clean stop (WriteAheadFlowFileRepository#close only closes the journal): after
+    # one, the restore replays the journal to what was queued at the stop, which a drained queue makes far lower
+    # than the last checkpoint. Only after a crash or error can the gap be FlowFiles lost with the journal.
+    partial = (unclean and restored is not None and last_cp is not None and last_cp.records is not None
                and last_cp.records >= MIN_RECORDS_FOR_SHARE and restored < PARTIAL_SHARE * last_cp.records)
     never = restored is None and rows(mine.where(F.col("kind") == "recovery_started"), 1) != [] and (
         rows(mine.where(F.col("kind").isin("recovered", "restored")), 1) == [])
