@@ -17,7 +17,9 @@ copy failure is a failed ``PutItem`` into the re-created table (any CloudTrail e
 ``Copying checkpoint items from [..] to [..]`` line with no ``Copied ..`` line before the processor's
 start failure (whatever its error text). Only ERROR lines of nifi-app.log (default logging, no AWS
 evidence): ``possible`` with the evidence to collect (``critical`` for the ``Missing the key
-leaseKey`` text, ``warning`` for other DynamoDB errors of a ConsumeKinesis start). A migration whose
+leaseKey`` text, ``warning`` for other DynamoDB errors of a ConsumeKinesis start; not for a start whose
+stack trace shows it failed in the table check before any migration step, e.g. a DNS error on the first
+``DescribeTable``). A migration whose
 copy succeeded never matches. On 2.10.0 the retry logs "re-copying before deletion" but, with the rename
 lock of the failed attempt still held (NIFI-16066), copies nothing and keeps ``<app>_migration``: that
 announcement with no ``Copied ..`` line after it stands in for the deletion.
@@ -57,6 +59,10 @@ from toolkit.sqltext import sql_in, sql_list, sql_str
 
 ID = "kinesis-checkpoint-migration-loss"
 LEASE_KEY_ERROR = "Missing the key leaseKey"
+#: Stack frames of a ConsumeKinesis start (2.9+): the checkpoint-table check every start runs, and the migration
+#: it may run (``migrateAndRename``, ``renameMigrationTable``, ``cleanupLingeringMigration``) in this class.
+TABLE_CHECK_FRAME = "KinesisShardManager.ensureCheckpointTableExists"
+MIGRATION_FRAME = "LegacyCheckpointMigrator."
 #: Log clock vs CloudTrail clock: an ERROR line and its failed PutItem are this close.
 MATCH_WINDOW_S = 10
 #: NiFi's default administrative yield: the automatic @OnScheduled retry after a failed start.
@@ -182,7 +188,12 @@ def kinesis_checkpoint_migration_loss(tl) -> list[Finding]:
     text = F.concat_ws("\n", F.col("message"), F.coalesce(F.col("stack"), F.lit("")))
     dynamo = text.contains("DynamoDb") | text.contains("dynamodb")
     kinesis = F.coalesce(F.col("component_type"), F.lit("")).contains("ConsumeKinesis") | text.contains("ConsumeKinesis[")
-    errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & dynamo & kinesis).select(
+    # A stack that shows the start's call path but no migration frame failed before the migration began (the first
+    # DescribeTable of the table check: a DNS, network or credentials error): no checkpoint was touched.
+    stack = F.coalesce(F.col("stack"), F.lit(""))
+    before_migration = stack.contains(TABLE_CHECK_FRAME) & ~stack.contains(MIGRATION_FRAME)
+    errors = rows(tl.events.where((F.col("event") == "PROCESSOR_START_FAILED") & dynamo & kinesis
+                                  & (text.contains(LEASE_KEY_ERROR) | ~before_migration)).select(
         "host", "component_id", "ts", "source", "line_no", text.contains(LEASE_KEY_ERROR).alias("lease_key")),
         50, order=["ts"])
     explained = {t.base_table for t in every_table}
