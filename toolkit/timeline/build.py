@@ -543,8 +543,10 @@ def wipes(events: DataFrame) -> DataFrame:
     return _conform(w.selectExpr("*", f"{reason} AS reason"), "wipes")
 
 
-#: Task lists of assignment summaries that say what a thread holds after the rebalance.
-_HELD_LISTS = (*_ASSIGNED_LISTS, r"Existing active tasks: \[([^\]]*)\]", r"Existing standby tasks: \[([^\]]*)\]")
+#: Task lists of assignment summaries that say what a thread holds after the rebalance. "Handle new assignment
+#: with:" lists the whole new assignment as "New ... tasks"; its "Existing ... tasks" are what the thread held
+#: before, and a task only there is closed by this very assignment.
+_HELD_LISTS = tuple(_ASSIGNED_LISTS)
 
 
 def _held_by_summaries(events: DataFrame) -> DataFrame:
