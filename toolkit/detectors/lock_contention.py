@@ -4,13 +4,16 @@ A task moving between threads of one process waits until the old owner releases 
 lock (``Failed to lock the state directory for task``). Short waits are normal during a
 rebalance; long or endless ones stall the task (KAFKA-12679) and, with standbys before 2.2.2, can
 leave a standby uninitialised (KAFKA-8187).
-Decision per host (one finding per host and kind, listing the tasks): failed lock attempts of a
-task spanning more than ``SLOW_HANDOFF_S`` seconds, or a hand-off (release -> acquisition) slower
-than that: ``warning``; shorter contention, routine during a rebalance: ``info``.
+Decision per host (one finding per host and kind, listing the tasks): an episode of failed lock attempts
+of a task (attempts less than ``SLOW_HANDOFF_S`` apart; a longer quiet gap starts a new episode) spanning
+more than ``SLOW_HANDOFF_S`` seconds, or a hand-off (release -> acquisition) slower than that:
+``warning``; shorter contention, routine during a rebalance: ``info``. Short episodes of one task far apart
+(two rebalances of a rolling restart) do not add up to one long wait.
 """
 
 from __future__ import annotations
 
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
@@ -27,7 +30,12 @@ SLOW_HANDOFF_S = 60
 def lock_contention(tl) -> list[Finding]:
     """Failed lock attempts per host and task, with how long the contention lasted."""
     failed = tl.locks.where(F.col("kind") == "failed")
-    per_task = failed.groupBy("host", "run_id", "task_id").agg(
+    # A waiting thread retries every loop iteration: a quiet gap longer than a slow hand-off ends the episode.
+    in_task = Window.partitionBy("host", "run_id", "task_id").orderBy("ts", "source", "line_no")
+    gap_s = F.unix_micros("ts") / 1e6 - F.unix_micros(F.lag("ts").over(in_task)) / 1e6
+    failed = failed.withColumn("_new", F.coalesce((gap_s > SLOW_HANDOFF_S).cast("int"), F.lit(1)))
+    failed = failed.withColumn("_episode", F.sum("_new").over(in_task.rowsBetween(Window.unboundedPreceding, 0)))
+    per_task = failed.groupBy("host", "run_id", "task_id", "_episode").agg(
         F.count(F.lit(1)).alias("attempts"), F.min("ts").alias("first"), F.max("ts").alias("last"),
         F.max("handoff_ms").alias("handoff_ms"), F.expr(earliest("holder_thread")).alias("holder"),
         F.expr(earliest("thread")).alias("waiter"),
@@ -69,7 +77,7 @@ def _finding(tl, host: str, mine, slow: bool, truncation: dict) -> Finding:
                       figures={"failed_attempts": attempts, "contention_s": round(longest, 3),
                                "tasks": [{"task": t.task_id, "attempts": t.attempts, "contention_s": round(span, 3),
                                           "handoff_ms": t.handoff_ms} for t, span in mine]},
-                      method="first to last failed lock line of the task in the run; hand-off = holder's release "
-                             "to the waiter's next task phase"),
+                      method="first to last failed lock line of one episode of the task (attempts less than "
+                             f"{SLOW_HANDOFF_S} s apart); hand-off = holder's release to the waiter's next task phase"),
         known_bugs=known_bug_sentences(ID, run_versions(tl, [host])[:1]), truncation=truncation,
     )
