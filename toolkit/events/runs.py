@@ -150,10 +150,13 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     opens_next = f"{by_main_thread} OR coalesce({by_burst}, false)"
     result = result.withColumn("run_no", F.expr(f"CASE WHEN {opens_next} THEN run_no + 1 ELSE run_no END"))
     # NiFi's bootstrap launches the first run before that run's first line: its lines go with the run in
-    # progress, or with the first run when none is yet.
+    # progress, or with the first run when none is yet. When the application's log begins inside a run (lines
+    # before the first marker), that run is in progress: the bootstrap's lines of its end (a process
+    # "termination completed") are its own, not the next run's.
     host_has_marker = "max(CAST(_marker AS INT)) OVER (PARTITION BY host) = 1"
+    run_in_progress = f"max(CAST(run_no = 0 AND NOT {boot} AS INT)) OVER (PARTITION BY host) = 1"
     result = result.withColumn("run_no", F.expr(
-        f"CASE WHEN {boot} AND run_no = 0 AND {host_has_marker} THEN 1 ELSE run_no END"))
+        f"CASE WHEN {boot} AND run_no = 0 AND {host_has_marker} AND NOT {run_in_progress} THEN 1 ELSE run_no END"))
     result = result.withColumn("run_id", F.expr("concat_ws('#', coalesce(host, '?'), CAST(run_no AS STRING))"))
     return result.drop("_order_ts", "_strong", "_weak", "_host_has_strong", "_marker", "_starts_run", "_kind",
                        "_candidate", "_main", "_burst")
