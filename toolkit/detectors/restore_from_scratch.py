@@ -42,7 +42,8 @@ def restore_from_scratch(tl) -> list[Finding]:
         mine = [r for r in found if r.host == host]
         records = sum((r.records or r.end_offset or 0) for r in mine)
         counted = sum(r.records or 0 for r in mine)
-        longest = max((r.duration_s or 0 for r in mine), default=0)
+        durations = [r.duration_s for r in mine if r.duration_s is not None]
+        longest = max(durations, default=0)
         # Only measured cost after an unclean end raises the severity: an end offset is an upper bound, not
         # a replay, and a full restore after a clean restart or a move to a new host is routine.
         unclean = any(r.previous_end in ("crash", "error") for r in mine)
@@ -59,8 +60,11 @@ def restore_from_scratch(tl) -> list[Finding]:
             hosts=[host], tasks=sorted({r.task_id for r in mine if r.task_id}), ts=mine[0].start,
             evidence=evidence_lines(tl, refs),
             missing_evidence=[] if all(r.completed for r in mine) else missing_steps(ID),
-            impact=Impact(summary=f"{fmt_int(records)} changelog records replayed; longest restoration {longest:.1f} s",
-                          figures={"restorations": len(mine), "records": records, "longest_s": round(longest, 3)},
+            impact=Impact(summary=f"{fmt_int(records)} changelog records replayed; " + (
+                              f"longest restoration {longest:.1f} s" if durations else
+                              "durations unknown (no restoration logged its end; Kafka before 2.6 logs none)"),
+                          figures={"restorations": len(mine), "records": records,
+                                   "longest_s": round(longest, 3) if durations else None},
                           method="records from 'Finished restoring' lines, else the changelog end offset"),
             known_bugs=known_bug_sentences(ID, run_versions(tl, [host])[:1]), truncation=got.record("restorations"),
         ))

@@ -479,12 +479,19 @@ def restorations(events: DataFrame) -> DataFrame:
     w = "PARTITION BY host, run_id, topic, partition ORDER BY ts, line_no"
     ev = ev.withColumn("_ends_before", F.expr(
         f"coalesce(sum(_is_end) OVER ({w} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"))
-    # Before 2.6 there is no end line: a second checkpoint read/miss after the last end opens a new episode.
+    # Before 2.6 there is no end line: a second checkpoint read/miss after the last end opens a new episode, and
+    # so does a second "from offset .. to endOffset .." start with no checkpoint line between the two (a restore
+    # begun again without reading a checkpoint: two restores, not one).
     is_open = "CAST(event IN ('CHECKPOINT_READ', 'CHECKPOINT_MISSING', 'CHECKPOINT_NONE') AS INT)"
+    positioned_start = "(event = 'RESTORE_START' AND offset IS NOT NULL)"
     since_end = "PARTITION BY host, run_id, topic, partition, _ends_before ORDER BY ts, line_no"
     ev = ev.withColumn("_opens", F.expr(
         f"sum({is_open}) OVER ({since_end} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"))
-    ev = ev.withColumn("_reopen", F.expr(f"CAST({is_open} = 1 AND _opens > 1 AS INT)"))
+    previous_opening = (f"last(CASE WHEN {is_open} = 1 OR {positioned_start} THEN event END, true)"
+                        f" OVER ({since_end} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)")
+    ev = ev.withColumn("_reopen", F.expr(
+        f"CAST(({is_open} = 1 AND _opens > 1) OR ({positioned_start} AND {previous_opening} <=> 'RESTORE_START')"
+        " AS INT)"))
     ev = ev.withColumn("_episode", F.expr(
         f"_ends_before * 100000 + sum(_reopen) OVER ({w} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"))
     from_scratch_line = ("(event IN ('CHECKPOINT_MISSING', 'CHECKPOINT_NONE')"
@@ -509,6 +516,9 @@ def restorations(events: DataFrame) -> DataFrame:
         "max(CAST(event IN ('RESTORE_START', 'RESTORE_TARGET', 'CHECKPOINT_READ', 'CHECKPOINT_MISSING',"
         " 'CHECKPOINT_NONE') AS INT)) AS _has_opening",
     ))
+    # A changelog partition belongs to one task: an episode whose lines name none (a pre-2.6 "Restoring partition"
+    # line) takes the task its other episodes name.
+    g = g.withColumn("task_id", F.expr("coalesce(task_id, max(task_id) OVER (PARTITION BY host, topic, partition))"))
     g = g.where("_has_opening = 1").selectExpr(
         "*", "coalesce(_start_off, _ckpt + 1, CASE WHEN _scratch = 1 THEN 0 END) AS start_offset",
         "_scratch = 1 AS from_scratch", "_done = 1 AS completed",
