@@ -236,22 +236,25 @@ def offset_frame(tl, tasks: Sequence[str] | None = None, hosts: Sequence[str] | 
     """Offsets over time per changelog partition: checkpoint offsets and restore start/end offsets.
 
     Columns: host, task_id, changelog (``topic-partition``), ts, offset, kind (``checkpoint <kind>``,
-    ``restore start``, ``restore end``), restore_id (pairs a restoration's start and end), evidence.
+    ``restore start``, ``restore end``), restore_id (pairs a restoration's start and end), target_offset (on a
+    restore start: the end offset it restores to, when its start line says), evidence.
     """
     s = F.col
+    no_target = F.lit(None).cast("long").alias("target_offset")
     cp = (tl.checkpoints.where(s("offset").isNotNull())
           .select("host", "task_id", "topic", "partition", F.coalesce("ts", "file_mtime").alias("ts"), "offset",
                   F.concat(F.lit("checkpoint "), s("kind")).alias("kind"), F.lit(None).cast("string").alias("restore_id"),
-                  "source", "line_no"))
+                  no_target, "source", "line_no"))
     rs = tl.restorations.withColumn(
         "restore_id", F.concat_ws("/", "host", "task_id", "topic", s("partition").cast("string"),
                                   s("start").cast("string")))
     rs_start = rs.select("host", "task_id", "topic", "partition", s("start").alias("ts"),
                          s("start_offset").alias("offset"), F.lit("restore start").alias("kind"), "restore_id",
+                         s("end_offset").alias("target_offset"),
                          F.coalesce("start_source", "source").alias("source"),
                          F.coalesce("start_line_no", "line_no").alias("line_no"))
     rs_end = rs.select("host", "task_id", "topic", "partition", s("end").alias("ts"), s("end_offset").alias("offset"),
-                       F.lit("restore end").alias("kind"), "restore_id", "source", "line_no")
+                       F.lit("restore end").alias("kind"), "restore_id", no_target, "source", "line_no")
     df = _filter(cp.unionByName(rs_start).unionByName(rs_end), hosts=hosts, tasks=tasks)
     df = df.where(s("ts").isNotNull() & s("offset").isNotNull())
     pdf = _finish(_to_pandas(_evidence_text(tl, df), limit, ["task_id", "ts"]))
@@ -900,10 +903,15 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
             continue
         s0 = start.iloc[0]
         e0 = end.iloc[0] if not end.empty else None
+        # Without an end line (always before 2.6) the start line's end offset is the range it set out to restore.
+        target = s0.get("target_offset")
+        aimed = e0 is None and target is not None and pd.notna(target)
         restores.append({"series": s0["series"], "host": s0["host"], "low": s0["offset"],
-                         "high": e0["offset"] if e0 is not None else s0["offset"],
-                         "row": f"restore {str(s0['ts_text'])[11:19]}",
-                         "what": "restored" if e0 is not None else "restore started (no end logged)",
+                         "high": e0["offset"] if e0 is not None else target if aimed else s0["offset"],
+                         "row": f"restore {str(s0['ts_text'])[11:19]}", "ended": e0 is not None,
+                         "what": ("restored" if e0 is not None else
+                                  "restore started toward this end offset; its end is not logged" if aimed
+                                  else "restore started (no end logged)"),
                          "from_text": s0["ts_text"], "to_text": e0["ts_text"] if e0 is not None else "",
                          "evidence": s0["evidence"], "end_evidence": e0["evidence"] if e0 is not None else "",
                          "ts": s0["ts"]})
@@ -953,6 +961,8 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
     if not rs.empty:
         layers.append(_by_host(alt.Chart(rs).mark_bar(height=8, yOffset=-2, color=CATEGORY_COLOURS["restore"]).encode(
             x=alt.X("low:Q", title="changelog offset"), x2="high:Q", y=y,
+            # A restore whose end is not logged is drawn faint: the range it set out to restore, not one it finished.
+            opacity=alt.condition(alt.datum.ended, alt.value(1.0), alt.value(0.35)),
             tooltip=["series:N", "what:N", alt.Tooltip("low:Q", format=",", title="from offset"),
                      alt.Tooltip("high:Q", format=",", title="to offset"), alt.Tooltip("from_text:N", title="started"),
                      alt.Tooltip("to_text:N", title="ended"), "evidence:N",
