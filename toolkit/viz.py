@@ -1056,6 +1056,23 @@ def migration_summary(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["base_table", "active", "first_write", "gap_s", "errors", "outcome", "evidence"])
 
 
+#: Kinds of checkpoint-table migration steps, each with its colour: what failed and what was deleted stand out.
+MIGRATION_STEP_COLOURS = {"failure": "#d62728", "deletion": "#ff7f0e", "creation": "#1f77b4", "copy": "#2ca02c",
+                          "other": "#7f7f7f"}
+
+
+def _migration_step_kind(step: object, error_code: object = None) -> str:
+    """A migration step's kind (:data:`MIGRATION_STEP_COLOURS`) from its name (an event or a CloudTrail call)."""
+    name = str(step or "").upper()
+    if "FAIL" in name or (error_code is not None and pd.notna(error_code) and str(error_code)):
+        return "failure"
+    for kind, words in (("deletion", ("DELETE",)), ("creation", ("CREATE", "ACTIVE")),
+                        ("copy", ("COPY", "COPIED", "PUT_ITEM", "WRITE_ITEM", "RECOPY"))):
+        if any(word in name for word in words):
+            return kind
+    return "other"
+
+
 @_paneled
 def migration_chart(steps: pd.DataFrame, tz: str = "UTC",
                     title: str = "NiFi checkpoint-table migration per table", focus: Focus = None,
@@ -1090,11 +1107,16 @@ def migration_chart(steps: pd.DataFrame, tz: str = "UTC",
             layers.append(alt.Chart(labels).mark_text(align="left", dx=4, dy=-11, fontSize=9, clip=True).encode(
                 x=_x("active", tz, focus=focus), y=y, text="gap_label:N",
                 tooltip=["lane:N", "gap_label:N", alt.Tooltip("evidence:N", title="ACTIVE evidence")]))
+    st["kind"] = [_migration_step_kind(step, code) for step, code in zip(st["step"], st.get("error_code", [None] * len(st)))]
     layers.append(_by_host(alt.Chart(st).mark_point(size=80, filled=True, clip=True).encode(
-        x=_x("ts", tz, focus=focus), y=y, shape=alt.Shape("origin:N"), color=alt.value("#333333"),
-        tooltip=["lane:N", "table:N", "step:N", "origin:N", "error_code:N", alt.Tooltip("ts_text:N", title="at"),
-                 "evidence:N"]), hosts))
-    chart = alt.layer(*layers).properties(width=_PANEL.width, height=max(80, 40 * len(lanes)), title=title)
+        x=_x("ts", tz, focus=focus), y=y, shape=alt.Shape("origin:N"),
+        color=alt.Color("kind:N", title="step", scale=alt.Scale(domain=list(MIGRATION_STEP_COLOURS),
+                                                                range=list(MIGRATION_STEP_COLOURS.values()))),
+        tooltip=["lane:N", "table:N", "step:N", "kind:N", "origin:N", "error_code:N",
+                 alt.Tooltip("ts_text:N", title="at"), "evidence:N"]), hosts))
+    # The outcome bars and the step points each keep their own colour legend.
+    chart = alt.layer(*layers).resolve_scale(color="independent").properties(
+        width=_PANEL.width, height=max(80, 40 * len(lanes)), title=title)
     _HOSTS_OF[id(chart)] = list(hosts)
     return _interactive(chart, hosts) if interactive else chart
 
