@@ -329,7 +329,8 @@ def captured_checkpoints(tl: Any) -> DataFrame:
     """
     newest = tl.state.state_files.groupBy("host", "source").agg(F.max("mtime").alias("_newest"))
     files = tl.state.checkpoints.where(F.col("problem").isNull() & F.col("offset").isNotNull()
-                                       & F.col("file_kind").isin(*CHANGELOG_CHECKPOINT_FILES))
+                                       & (F.col("file_kind").isin(*CHANGELOG_CHECKPOINT_FILES)
+                                          | F.col("file_kind").isNull()))
     return files.join(newest, ["host", "source"], "left").withColumn(
         "capture_time", F.coalesce(F.col("capture_time"), F.col("_newest"))).drop("_newest")
 

@@ -5,7 +5,7 @@ lock (``Failed to lock the state directory for task``). Short waits are normal d
 rebalance; long or endless ones stall the task (KAFKA-12679) and, with standbys before 2.2.2, can
 leave a standby uninitialised (KAFKA-8187).
 Decision per host (one finding per host and kind, listing the tasks): an episode of failed lock attempts
-of a task (attempts less than ``SLOW_HANDOFF_S`` apart; a longer quiet gap starts a new episode) spanning
+of a task (attempts less than ``EPISODE_GAP_S`` apart; a longer quiet gap starts a new episode) spanning
 more than ``SLOW_HANDOFF_S`` seconds, or a hand-off (release -> acquisition) slower than that:
 ``warning``; shorter contention, routine during a rebalance: ``info``. Short episodes of one task far apart
 (two rebalances of a rolling restart) do not add up to one long wait.
@@ -23,6 +23,9 @@ from toolkit.detectors.common import bounded, fmt_ts, known_bug_sentences, log_r
 
 ID = "lock-contention"
 SLOW_HANDOFF_S = 60
+#: A waiting thread retries every loop iteration, so one contention logs its failures far more often than this; a
+#: longer silence between two failures of a task separates two contentions (two rebalances of a rolling restart).
+EPISODE_GAP_S = 300
 
 
 @detector(id=ID, title="State-directory lock contention / slow hand-off", severity="warning",
@@ -30,10 +33,9 @@ SLOW_HANDOFF_S = 60
 def lock_contention(tl) -> list[Finding]:
     """Failed lock attempts per host and task, with how long the contention lasted."""
     failed = tl.locks.where(F.col("kind") == "failed")
-    # A waiting thread retries every loop iteration: a quiet gap longer than a slow hand-off ends the episode.
     in_task = Window.partitionBy("host", "run_id", "task_id").orderBy("ts", "source", "line_no")
     gap_s = F.unix_micros("ts") / 1e6 - F.unix_micros(F.lag("ts").over(in_task)) / 1e6
-    failed = failed.withColumn("_new", F.coalesce((gap_s > SLOW_HANDOFF_S).cast("int"), F.lit(1)))
+    failed = failed.withColumn("_new", F.coalesce((gap_s > EPISODE_GAP_S).cast("int"), F.lit(1)))
     failed = failed.withColumn("_episode", F.sum("_new").over(in_task.rowsBetween(Window.unboundedPreceding, 0)))
     per_task = failed.groupBy("host", "run_id", "task_id", "_episode").agg(
         F.count(F.lit(1)).alias("attempts"), F.min("ts").alias("first"), F.max("ts").alias("last"),
@@ -78,6 +80,6 @@ def _finding(tl, host: str, mine, slow: bool, truncation: dict) -> Finding:
                                "tasks": [{"task": t.task_id, "attempts": t.attempts, "contention_s": round(span, 3),
                                           "handoff_ms": t.handoff_ms} for t, span in mine]},
                       method="first to last failed lock line of one episode of the task (attempts less than "
-                             f"{SLOW_HANDOFF_S} s apart); hand-off = holder's release to the waiter's next task phase"),
+                             f"{EPISODE_GAP_S} s apart); hand-off = holder's release to the waiter's next task phase"),
         known_bugs=known_bug_sentences(ID, run_versions(tl, [host])[:1]), truncation=truncation,
     )
