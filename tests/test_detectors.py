@@ -152,6 +152,27 @@ def test_eos_stale_checkpoint_confirmed_by_a_capture(spark):
     assert any(e.kind == "state" and e.source == "h0/state.tar.gz" for e in finding.evidence)
 
 
+def test_missing_evidence_leaves_out_the_logging_a_host_already_has(spark):
+    """A finding does not ask to raise loggers to DEBUG on a host whose log already holds their DEBUG lines."""
+    from toolkit.detectors import _drop_logging_already_kept
+    from toolkit.detectors.base import Finding
+    from toolkit.knowledge import logging_steps
+
+    step = next(s for s in logging_steps("eos-checkpoint-stale-during-running") if s.level == "DEBUG")
+    debug_lines = [ev(i, at(i), "Writing checkpoint", "CHECKPOINT_WRITTEN", level="DEBUG",
+                      logger=f"org.apache.kafka.streams.processor.internals.{name}") for i, name in enumerate(step.names, 1)]
+    # h1 logged the same loggers at INFO only: the pointer stays for it.
+    info_lines = [ev(10 + i, at(i), "Initialized", "TASK_INITIALIZED", host="h1", level="INFO",
+                     logger=f"org.apache.kafka.streams.processor.internals.{name}") for i, name in enumerate(step.names, 1)]
+    tl = make_timeline(spark, events=[*debug_lines, *info_lines])
+    at_debug, at_info = (Finding(detector="eos-checkpoint-stale-during-running", severity="warning", confidence="likely",
+                                 title="t", explanation="e", hosts=[host], missing_evidence=[step.text, "Capture state.dir"])
+                         for host in ("h0", "h1"))
+    _drop_logging_already_kept(tl, [at_debug, at_info])
+    assert at_debug.missing_evidence == ["Capture state.dir"]
+    assert at_info.missing_evidence == [step.text, "Capture state.dir"]
+
+
 @pytest.mark.parametrize("change", [{"end_kind": "clean"}, {"wiped": True}])
 def test_eos_stale_checkpoint_quiet_after_clean_close_or_wipe(spark, change):
     assert run_detectors(_eos_timeline(spark, **change), only=["eos-stale-restore-checkpoint"]) == []

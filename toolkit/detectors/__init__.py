@@ -53,6 +53,7 @@ from toolkit.detectors.base import (
     playbook_path,
 )
 from toolkit.detectors.preconditions import atoms, check_row_counts, evaluate
+from toolkit.knowledge import evidence_pointer, logging_steps
 
 #: Modules that register the built-in detectors (imported on first use).
 DETECTOR_MODULES: tuple[str, ...] = (
@@ -300,6 +301,7 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None, *, gate: boo
     ran = [spec for spec in runnable if spec.id not in skipped]
     for produced in _run_each(ran, timeline, memo):
         findings.extend(produced)
+    _drop_logging_already_kept(timeline, findings)
     if any(e.text is None for f in findings for e in f.evidence):
         try:
             resolve_evidence(timeline, findings)
@@ -309,6 +311,56 @@ def run_detectors(timeline: Any, only: Iterable[str] | None = None, *, gate: boo
                 finding.missing_evidence = [*finding.missing_evidence,
                                             f"evidence lines could not be read: {type(exc).__name__}"]
     return DetectorResults(sorted(findings, key=Finding.rank_key), ran=[spec.id for spec in ran], skipped=skipped)
+
+
+#: Levels from the most to the least verbose: a logger that printed at one of them was set to it or finer.
+_LEVEL_RANK = {"TRACE": 0, "DEBUG": 1, "INFO": 2, "WARN": 3, "ERROR": 4}
+#: The evidence step (``loggers.toml``) that asks for the startup config dump.
+CONFIG_DUMP_POINTER = "config-dump"
+#: (host, logger class, level) triples read at most to check the logging a finding asks for.
+_MAX_LOGGER_LEVELS = 20_000
+
+
+def _drop_logging_already_kept(timeline: Any, findings: list[Finding]) -> None:
+    """Take out of each finding's missing evidence the pointers its hosts already follow: "raise X to DEBUG" and
+    "keep the 'StreamsConfig values:' block".
+
+    A logging pointer is met when every host of the finding logged a classified line of every named logger class
+    at that level or a finer one; loggers named by package, or hosts without such lines, keep the pointer. The
+    config pointer is met when every host of the finding printed a config dump. Two small queries.
+    """
+    config_step = evidence_pointer(CONFIG_DUMP_POINTER)
+    if (any(config_step in f.missing_evidence for f in findings) and hasattr(timeline, "config")
+            and "host" in timeline.config.columns):
+        dumped = {row["host"] for row in timeline.config.select("host").distinct().limit(_MAX_LOGGER_LEVELS).collect()}
+        for finding in findings:
+            if finding.hosts and set(finding.hosts) <= dumped:
+                finding.missing_evidence = [m for m in finding.missing_evidence if m != config_step]
+    asked: dict[str, list] = {}
+    for finding in findings:
+        if finding.missing_evidence and finding.detector not in asked:
+            try:
+                asked[finding.detector] = logging_steps(finding.detector)
+            except KeyError:
+                asked[finding.detector] = []
+    if not any(asked.values()) or not hasattr(timeline, "events"):
+        return
+    from pyspark.sql import functions as F
+
+    logger_class = F.substring_index(F.substring_index(F.col("logger"), ".", -1), "$", 1)
+    seen: dict[tuple[str, str], int] = {}
+    for row in (timeline.events.where(F.col("level").isin(*_LEVEL_RANK) & F.col("logger").isNotNull())
+                .select("host", logger_class.alias("cls"), "level").distinct().limit(_MAX_LOGGER_LEVELS).collect()):
+        key = (row["host"], row["cls"])
+        seen[key] = min(seen.get(key, 9), _LEVEL_RANK[row["level"]])
+    all_hosts = sorted({host for host, _ in seen})
+    for finding in findings:
+        hosts = finding.hosts or all_hosts
+        met = {step.text for step in asked.get(finding.detector, [])
+               if hosts and all(name[:1].isupper() and "." not in name for name in step.names)
+               and all(seen.get((host, name), 9) <= _LEVEL_RANK[step.level] for host in hosts for name in step.names)}
+        if met:
+            finding.missing_evidence = [m for m in finding.missing_evidence if m not in met]
 
 
 def findings_to_json(findings: Sequence[Finding], **context: Any) -> dict[str, Any]:

@@ -13,7 +13,10 @@ Standard library only; no Spark.
 
 from toolkit.knowledge.collect import (
     LoggerSpec,
+    LoggingStep,
+    evidence_pointer,
     logger_snippet,
+    logging_steps,
     missing_evidence_steps,
     render_guide,
     write_playbook,
@@ -32,12 +35,15 @@ from toolkit.knowledge.versions import compare_versions, parse_version
 __all__ = [
     "KnownBug",
     "LoggerSpec",
+    "LoggingStep",
     "Verdict",
     "bugs_for_detector",
     "compare_versions",
+    "evidence_pointer",
     "get_known_bug",
     "load_known_bugs",
     "logger_snippet",
+    "logging_steps",
     "missing_evidence_steps",
     "parse_version",
     "render_guide",

@@ -215,15 +215,20 @@ def _join_names(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def missing_evidence_steps(detector_id: str) -> list[str]:
-    """Short pointers a finding of ``detector_id`` can put in its ``missing_evidence``.
+@dataclass(frozen=True)
+class LoggingStep:
+    """One pointer of a detector's missing evidence that asks for loggers at a level."""
 
-    First one line per log level to raise (``Raise ProcessorStateManager and StateDirectory to
-    DEBUG (see collect-guide §logging)``), then the other evidence steps.  ``KeyError`` for a
-    detector id that ``loggers.toml`` does not list.
-    """
+    #: the loggers as the pointer names them (:attr:`LoggerSpec.short_name`: a class name, or a package)
+    names: tuple[str, ...]
+    level: str
+    text: str
+
+
+def logging_steps(detector_id: str) -> list[LoggingStep]:
+    """One step per log level ``detector_id``'s loggers need (``Raise ProcessorStateManager and StateDirectory
+    to DEBUG (see collect-guide §logging)``). ``KeyError`` for a detector id that ``loggers.toml`` does not list."""
     row = _detector(detector_id)
-    pointers = _logging_data()[1]
     steps = []
     for level in LEVELS:
         names = [spec.short_name for spec in row.loggers if spec.level == level]
@@ -233,9 +238,25 @@ def missing_evidence_steps(detector_id: str) -> list[str]:
         verb = "Raise" if level in ("TRACE", "DEBUG") or row.product == "nifi" else "Keep"
         where = "at" if verb == "Keep" else "to"
         file_hint = " in conf/logback.xml" if row.product == "nifi" else ""
-        steps.append(f"{verb} {_join_names(names)} {where} {level}{file_hint} (see collect-guide §logging)")
-    steps += [pointers[step] for step in row.evidence]
+        steps.append(LoggingStep(tuple(names), level,
+                                 f"{verb} {_join_names(names)} {where} {level}{file_hint} (see collect-guide §logging)"))
     return steps
+
+
+def evidence_pointer(key: str) -> str:
+    """The text of one evidence step of ``loggers.toml`` (``[evidence.KEY] pointer``); ``KeyError`` if unknown."""
+    return _logging_data()[1][key]
+
+
+def missing_evidence_steps(detector_id: str) -> list[str]:
+    """Short pointers a finding of ``detector_id`` can put in its ``missing_evidence``.
+
+    First one line per log level to raise (:func:`logging_steps`), then the other evidence steps.
+    ``KeyError`` for a detector id that ``loggers.toml`` does not list.
+    """
+    row = _detector(detector_id)
+    pointers = _logging_data()[1]
+    return [step.text for step in logging_steps(detector_id)] + [pointers[step] for step in row.evidence]
 
 
 # --- the guide -----------------------------------------------------------------------------------
