@@ -338,3 +338,40 @@ def test_host_from_file_name():
     assert host_from_file_name("kafka-streams-7f9c6d-x2k4q.log.2026-01-05.gz") == "kafka-streams-7f9c6d-x2k4q"
     assert host_from_file_name("app.log") is None
     assert host_from_file_name("nifi-app.log") is None
+
+
+def test_output_folders_inside_the_bundle_are_not_read_as_evidence(spark, tmp_path, repo_root, capsys):
+    """``cd BUNDLE && stream-incident parse . --out out && stream-incident detect . --out out2``: the second
+    run reads the bundle's logs only, never the first run's tables and logs, nor its own output folder;
+    each skipped folder is a problem row that says why."""
+    import shutil
+
+    from toolkit.bundle import OUTPUT_MARKER
+    from toolkit.bundle.discovery import OWN_FOLDER_SKIPPED
+    from toolkit.cli import EXIT_OK, main
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(repo_root / "sample_logs" / "kafka-eos-stale-checkpoint", bundle)
+    assert main(["parse", str(bundle), "--out", str(bundle / "out"), "--quiet"]) == EXIT_OK
+    assert (bundle / "out" / OUTPUT_MARKER).is_file() and (bundle / "out" / "logs").is_dir()
+    # An output folder of a version before the marker: known by its ingest.json beside records.parquet.
+    shutil.copytree(bundle / "out", bundle / "older-out", ignore=shutil.ignore_patterns(OUTPUT_MARKER))
+    capsys.readouterr()
+
+    assert main(["detect", str(bundle), "--out", str(bundle / "out2"), "--quiet", "--format", "json"]) == EXIT_OK
+    ingest = json.loads((bundle / "out2" / "ingest.json").read_text())
+    assert [(f["path"], f["host"]) for f in ingest["files"]] == [
+        ("orders-agg-0/app.log", "orders-agg-0"), ("orders-agg-1/app.log", "orders-agg-1")]
+    assert {e["host"] for e in ingest["evidence"]} == {"orders-agg-0"}
+    skipped = {p["source"]: p["detail"] for p in ingest["problems"] if p["problem"] == OWN_FOLDER_SKIPPED}
+    assert skipped == {
+        "out": f"the output folder of an earlier run (marked {OUTPUT_MARKER})",
+        "older-out": "the output folder of an earlier run (holds ingest.json and records.parquet)",
+        "out2": "this run's output or work folder",
+    }
+    assert ingest["totals"]["unparsed"] == 0
+    # The findings are the sample's own, as if no output folder were there.
+    assert main(["detect", str(repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"), "--out",
+                 str(tmp_path / "plain"), "--quiet", "--format", "json"]) == EXIT_OK
+    found, plain = (json.loads((out / "findings.json").read_text()) for out in (bundle / "out2", tmp_path / "plain"))
+    assert found["findings"] and found["findings"] == plain["findings"]

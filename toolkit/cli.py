@@ -75,7 +75,7 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
     say("discovering files")
     work = args.work_dir or Path(args.out) / "work"
     try:
-        return open_bundle(args.bundle, work, timezone=args.log_timezone)
+        return open_bundle(args.bundle, work, timezone=args.log_timezone, out_dir=args.out)
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
 

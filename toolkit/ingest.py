@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit import utc
-from toolkit.bundle import Bundle, IngestProblem, open_bundle
+from toolkit.bundle import Bundle, IngestProblem, mark_output_dir, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
 from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
 from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, parse_logs
@@ -353,11 +353,12 @@ def parse_bundle(
     settings) are read back from the cache and only new or changed files are parsed.
     """
     say = progress or (lambda _msg: None)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = mark_output_dir(out_dir)
     if not isinstance(bundle, Bundle):
         say("discovering files")
-        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
+        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone, out_dir=out)
+    if bundle.skipped_folders:
+        say(f"not read as evidence, folders stream-incident wrote: {', '.join(bundle.skipped_folders)}")
     parsed, keys = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, {})
     file_keys = sorted(keys.values())
     if parsed is None:

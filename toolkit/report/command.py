@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
+from toolkit.bundle import mark_output_dir
 from toolkit.options import AnalysisOptions, add_analysis_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
 from toolkit.report.export import export_html, prepare_export
@@ -62,8 +63,7 @@ def make_report(
     analysis = (options or AnalysisOptions()).as_parameters()
     params = validate_parameters(bundle, out_dir, time_window, hosts, tasks, app_id, spark_master, spark_remote,
                                  timezone, "html", view, **analysis)
-    out = params.out_dir
-    out.mkdir(parents=True, exist_ok=True)
+    out = mark_output_dir(params.out_dir)  # before the notebook opens the bundle, which may hold it
     source = Path(notebook) if notebook else REPORT_NOTEBOOK
     if not source.exists():
         raise ReportError(f"the report notebook {source} is missing from this installation.")
