@@ -456,3 +456,33 @@ def test_the_report_loads_papermill_before_its_export_thread_imports_nbconvert(t
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO), timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_ingest_problems_table_lists_each_problem_once_and_agrees_with_its_count(spark, tmp_path):
+    """A file of unknown layout and a log whose first line no layout reads: one row each, the detail naming
+    the first unparsed line; the table is the ingest report's one list and the provenance counts its rows."""
+    from datetime import datetime
+
+    from toolkit.ingest import parse_bundle
+
+    bundle = tmp_path / "bundle"
+    (bundle / "orders-agg-1").mkdir(parents=True)
+    jvm_notice = "WARNING: Using incubator modules: jdk.incubator.vector\n"  # what a JVM prints before log4j starts
+    (bundle / "orders-agg-1" / "app.log").write_text(jvm_notice + (EOS / "orders-agg-1" / "app.log").read_text())
+    (bundle / "orders-agg-1" / "expected.json").write_text((EOS / "EXPECTED.json").read_text())
+    _, ingest, _ = parse_bundle(spark, bundle, tmp_path / "out")
+    json_lines = len((EOS / "EXPECTED.json").read_text().splitlines())
+    log_lines = 1 + len((EOS / "orders-agg-1" / "app.log").read_text().splitlines())
+
+    table = report.ingest_problems_table(ingest)
+    assert list(table.itertuples(index=False, name=None)) == [
+        ("orders-agg-1/app.log", f"1 of {log_lines} lines unparsed (kept with layout 'unparsed')",
+         "line 1: " + jvm_notice.strip()),
+        ("orders-agg-1/expected.json", "unknown layout: every line kept as unparsed",
+         f"{json_lines} of {json_lines} lines; line 1: {{"),
+    ]
+    params = report.validate_parameters(bundle, tmp_path / "out", charts="svg")
+    view = report.ReportView(params=params, analysis=type("Analysis", (), {"ingest": ingest})(), findings=[],
+                             hosts=None, tasks=None, started=datetime.now(), seconds=0.0)
+    provenance = dict(report.provenance_table(view).itertuples(index=False, name=None))
+    assert provenance["ingest problems"] == str(len(table)) == "2"

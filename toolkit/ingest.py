@@ -206,18 +206,26 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
             last_ts=s["last_ts"] + "Z" if s.get("last_ts") else None,
             unparsed_examples=list(s.get("examples") or []),
         )
+        # The file's problems, each once: in the file's summary and, with a detail, in the report's one list
+        # (which the CLI, ingest.json's count and the HTML report's table all show as it is).
+        found: list[tuple[str, str]] = []
+        example = summary.unparsed_examples[0] if summary.unparsed_examples else None
+        first_unparsed = f"line {example['line_no']}: {str(example['text'])[:160]}" if example else ""
         if f.size and det and det.layout is None:
-            summary.problems.append("unknown layout: every line kept as unparsed")
+            found.append(("unknown layout: every line kept as unparsed",
+                          f"{summary.unparsed} of {summary.lines} lines" + (f"; {first_unparsed}" if example else "")))
+        elif summary.unparsed:
+            found.append((f"{summary.unparsed} of {summary.lines} lines unparsed (kept with layout 'unparsed')",
+                          first_unparsed))
         if s.get("bad_utf8_lines"):
-            summary.problems.append(f"{s['bad_utf8_lines']} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)")
+            found.append((f"{s['bad_utf8_lines']} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)", ""))
         if s.get("nul_lines"):
-            summary.problems.append(f"{s['nul_lines']} lines contain NUL bytes")
+            found.append((f"{s['nul_lines']} lines contain NUL bytes", ""))
         if not summary.accounted:
-            summary.problems.append(
-                f"line accounting mismatch: {summary.lines} read, "
-                f"{summary.records + summary.continuation + summary.unparsed} in records"
-            )
-        problems.extend(IngestProblem(f.source, p) for p in summary.problems)
+            found.append((f"line accounting mismatch: {summary.lines} read, "
+                          f"{summary.records + summary.continuation + summary.unparsed} in records", ""))
+        summary.problems = [problem for problem, _ in found]
+        problems.extend(IngestProblem(f.source, problem, detail) for problem, detail in found)
         files.append(summary)
     evidence = [{"path": e.source, "host": e.host, "kind": e.kind} for e in bundle.evidence]
     return IngestReport(bundle=str(bundle.root), files=files, problems=problems, evidence=evidence)

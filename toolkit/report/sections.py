@@ -138,16 +138,10 @@ def provenance_table(inv: ReportView) -> pd.DataFrame:
 
 
 def ingest_problems_table(ingest) -> pd.DataFrame:
-    """Everything the ingest stage could not read cleanly: bundle problems, file problems, unparsed lines."""
+    """Everything the ingest stage could not read cleanly, one row per problem of ``ingest.problems``: bundle
+    problems and each file's (unknown layout, unparsed lines, bad bytes), so the table has as many rows as
+    the provenance's count says."""
     rows = [{"source": p.source, "problem": p.problem, "detail": getattr(p, "detail", "") or ""} for p in ingest.problems]
-    for f in ingest.files:
-        rows += [{"source": f.path, "problem": p, "detail": ""} for p in f.problems]
-        if f.unparsed:
-            example = f.unparsed_examples[0] if f.unparsed_examples else {}
-            rows.append({"source": f.path, "problem": f"{f.unparsed} of {f.lines} lines unparsed",
-                         "detail": f"line {example.get('line_no')}: {str(example.get('text', ''))[:160]}" if example else ""})
-        if not f.layout:
-            rows.append({"source": f.path, "problem": "no layout recognised", "detail": ""})
     return pd.DataFrame(rows, columns=["source", "problem", "detail"])
 
 
