@@ -4,7 +4,8 @@ Exit codes (also in the README):
 
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
-* 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml), one sentence on stderr;
+* 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml, unknown --timezone or --only
+  detector), one sentence on stderr (:func:`run_command`, shared by every command);
 * 3 — no Spark session could be started (unreachable master or Connect endpoint), or ``warm-up`` could not build the class archive;
 * 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe;
 * 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -66,18 +68,27 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 NUMERIC = {"lines", "records", "cont.", "unparsed", "count"}
 
 
-def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
-    """Open the bundle before Spark starts, so a wrong path fails in a second, not a minute."""
+def open_command_bundle(bundle: str | Path | Sequence[str | Path], out: str | Path, work_dir: str | Path | None,
+                        log_timezone: str | None, say: Callable[[str], None]):
+    """Open a command's bundle before Spark starts, so a wrong path, ``bundle.toml`` or ``--timezone`` fails
+    in a second, not a minute: an unusable bundle raises :class:`UsageError` (exit code 2, one sentence).
+
+    Every command that analyses a bundle opens it here (``parse``, ``timeline``, ``catalogue``, ``detect``);
+    archives are extracted into ``work_dir`` (default ``OUT/work``).
+    """
     from toolkit.bundle import BundleError, open_bundle
 
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"output directory {args.out} is a file")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"output directory {out} is a file")
     say("discovering files")
-    work = args.work_dir or Path(args.out) / "work"
     try:
-        return open_bundle(args.bundle, work, timezone=args.log_timezone, out_dir=args.out)
+        return open_bundle(bundle, work_dir or Path(out) / "work", timezone=log_timezone, out_dir=out)
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
+
+
+def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
+    return open_command_bundle(args.bundle, args.out, args.work_dir, args.log_timezone, say)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -159,11 +170,13 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     from toolkit.events import catalogue_table, template_hits
 
     hits = None
-    if args.bundle:
-        args.bundle = [args.bundle]
-        analysis = analyse_from_args(args)
-        hits = template_hits(analysis.events)
-    table = catalogue_table(hits)
+    with tempfile.TemporaryDirectory(prefix="stream-incident-catalogue-") as scratch:
+        if args.bundle:
+            args.bundle = [args.bundle]
+            args.out = args.out or scratch  # without --out the bundle's tables are only needed for the counts
+            analysis = analyse_from_args(args)
+            hits = template_hits(analysis.events)
+        table = catalogue_table(hits)
     if hits is not None and "hits" in table.columns:
         table = table.sort_values("hits", ascending=False)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 70):
@@ -273,12 +286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stream-incident`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    use_running_server(args)
+    return run_command(args.func, args)
+
+
+def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run one command and turn the errors every command shares into one sentence and an exit code:
+    :class:`UsageError` (bad arguments or unusable input) 2, no Spark session 3, interrupted 130."""
     from toolkit.spark import SparkUnavailable
 
-    use_running_server(args)
-
     try:
-        return args.func(args)
+        return func(args)
     except UsageError as exc:
         print(f"stream-incident: {exc}", file=sys.stderr)
         return EXIT_USAGE

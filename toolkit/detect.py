@@ -9,7 +9,7 @@ Exit codes (the same as the other commands, plus one):
 
 * 0 — finished (findings or not);
 * 1 — the run failed unexpectedly;
-* 2 — bad arguments or unusable input (missing bundle);
+* 2 — bad arguments or unusable input (missing bundle, invalid ``bundle.toml`` or ``--timezone``, unknown ``--only``);
 * 3 — no Spark session could be started;
 * 4 — ``--fail-on`` matched: a finding at that severity or worse was reported;
 * 5 — ``--fail-on`` was given and a detector failed (a finding of status ``error``): its root cause
@@ -57,21 +57,32 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
 
 
 def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
-    """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object."""
+    """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object.
+
+    The bundle is opened, and ``--only`` checked, before Spark starts, by the code every command shares:
+    unusable input raises :class:`toolkit.cli.UsageError`."""
+    from toolkit.cli import UsageError, open_command_bundle
+    from toolkit.detectors import registered_detectors
     from toolkit.pipeline import run as run_pipeline
     from toolkit.jvm import input_bytes, warm_up_hint
     from toolkit.spark import get_spark, is_connect
 
     start = time.monotonic()
-    spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
-    _say(args, start, "Spark session ready")
+    say = lambda message: _say(args, start, message)  # noqa: E731
+    options = options_from_args(args)
+    unknown = [d for d in options.detectors or () if d not in registered_detectors()]
+    if unknown:
+        raise UsageError(f"unknown detector(s) for --only: {', '.join(unknown)}; known: "
+                         f"{', '.join(registered_detectors())}")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
-        inv = run_pipeline(spark, args.bundle, out, options_from_args(args),
-                           progress=lambda m: _say(args, start, m))
+        bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say)
+        spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
+        say("Spark session ready")
+        inv = run_pipeline(spark, bundle, out, options, progress=say)
     hint = None if is_connect(spark) else warm_up_hint()
     if hint:
-        _say(args, start, hint)
+        say(hint)
     return inv.findings, inv.findings_document()
 
 
@@ -122,24 +133,11 @@ def exit_code(findings: Sequence[Finding], fail_on: str | None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``detect``; returns the exit code (see the module docstring)."""
+    """Run ``detect``; returns the exit code (see the module docstring). Unusable input and an unreachable
+    Spark raise the errors :func:`toolkit.cli.run_command` turns into exit codes 2 and 3, as for every command."""
     from toolkit.pipeline import findings_text
 
-    if not Path(args.bundle).exists():
-        print(f"stream-incident: bundle not found: {args.bundle}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        findings, document = _investigate(args)
-    except KeyError as exc:  # unknown --only id
-        print(f"stream-incident: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except Exception as exc:
-        from toolkit.spark import SparkUnavailable
-
-        if isinstance(exc, SparkUnavailable):
-            print(f"stream-incident: {exc}", file=sys.stderr)
-            return EXIT_SPARK
-        raise
+    findings, document = _investigate(args)
     if args.format == "json":
         print(findings_text(document), end="")
     else:
@@ -149,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry point (``python -m toolkit.detect BUNDLE``)."""
-    args = build_parser().parse_args(argv)
-    return run(args)
+    from toolkit.cli import run_command
+
+    return run_command(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -304,8 +304,9 @@ def bundle_label(bundle: Bundle | Path | str | list) -> str:
     """How ``findings.json`` names the bundle: its absolute path (paths joined by ``, `` for loose files),
     the same whichever entry point and working directory it was given from."""
     if isinstance(bundle, Bundle):
-        return str(bundle.root)
-    items = bundle if isinstance(bundle, (list, tuple)) else [bundle]
+        items = bundle.inputs or [bundle.root]  # an opened bundle is named by what it was opened from
+    else:
+        items = bundle if isinstance(bundle, (list, tuple)) else [bundle]
     return ", ".join(str(Path(os.fspath(b)).expanduser().resolve()) for b in items)
 
 

@@ -158,7 +158,7 @@ def open_bundle(
     work = _fresh_work_dir(Path(work_dir) if work_dir else _work_dir_for(items))
     meta = read_bundle_toml(root / "bundle.toml", timezone)
     bundle = Bundle(root=root, work_dir=work, hosts=meta["hosts"], defaults=meta["defaults"],
-                    app_id=meta["app_id"], notes=meta["notes"], limits=limits)
+                    app_id=meta["app_id"], notes=meta["notes"], limits=limits, inputs=items)
     extractor = Extractor(limits, bundle.problems)
     this_run = frozenset(p.resolve() for p in (work, Path(out_dir) if out_dir else None) if p is not None)
     for item in items:
