@@ -183,3 +183,22 @@ def test_unknown_detector_is_refused_before_spark_starts(tmp_path, bundle, capsy
                       "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, "unknown detector(s) for --only: no-such-detector; known: ")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_bundle_with_nothing_to_read_is_unusable_input(tmp_path, command, capsys):
+    """No log file and no state evidence: exit 2 with one sentence before Spark starts, never "No findings"."""
+    empty = tmp_path / "incident"
+    empty.mkdir()
+    code, err = _run([*COMMANDS[command](empty, tmp_path / "out"), "--quiet"], capsys)
+    assert code == EXIT_USAGE
+    _one_sentence(err, f"no log file and no state evidence found in {empty}")
+
+
+def test_a_bundle_of_empty_log_files_says_what_it_holds(tmp_path, capsys):
+    (tmp_path / "incident" / "orders-agg-0").mkdir(parents=True)
+    (tmp_path / "incident" / "orders-agg-0" / "app.log").write_bytes(b"")
+    code, err = _run(["detect", str(tmp_path / "incident"), "--fail-on", "warning", "--quiet"], capsys)
+    assert code == EXIT_USAGE
+    _one_sentence(err, f"no log line found in {tmp_path / 'incident'}: its 1 log file is empty and it holds no "
+                       "state evidence (1 not read, e.g. orders-agg-0/app.log: empty file)")

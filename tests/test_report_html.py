@@ -486,3 +486,24 @@ def test_ingest_problems_table_lists_each_problem_once_and_agrees_with_its_count
                              hosts=None, tasks=None, started=datetime.now(), seconds=0.0)
     provenance = dict(report.provenance_table(view).itertuples(index=False, name=None))
     assert provenance["ingest problems"] == str(len(table)) == "2"
+
+
+def test_report_on_an_empty_bundle_is_no_green_verdict_and_exits_2(tmp_path):
+    """A bundle with no log file and no state evidence: the report is written with a verdict that says nothing
+    could be checked (not the green "no known incident pattern found", not "every line was read"), and the
+    command ends with one sentence and exit 2 (unusable input)."""
+    import os
+    import sys
+
+    empty = tmp_path / "incident"
+    empty.mkdir()
+    run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(empty), "--out", str(tmp_path / "out"),
+                          "--quiet"], capture_output=True, text=True, cwd=str(REPO), timeout=1800, env=dict(os.environ))
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert run.stderr.strip() == (f"stream-incident: no log file and no state evidence found in the bundle ({empty}); "
+                                  "the report's verdict says so")
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "Verdict: nothing could be checked" in page
+    assert "No log file and no state evidence found in the bundle." in page
+    assert "no known incident pattern found" not in page and "every line was read" not in page
+    assert json.loads((tmp_path / "out" / "findings.json").read_text())["ingest"]["status"] == "empty"

@@ -5,10 +5,12 @@ Exit codes (also in the README):
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
 * 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml, unknown --timezone or --only
-  detector), one sentence on stderr (:func:`run_command`, shared by every command);
+  detector, a bundle with no log line and no state evidence), one sentence on stderr (:func:`run_command`,
+  shared by every command);
 * 3 — no Spark session could be started (unreachable master or Connect endpoint), or ``warm-up`` could not build the class archive;
 * 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe;
-* 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked).
+* 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked);
+* 6 — ``detect --fail-on SEVERITY`` was given and not one log line could be read (every line unparsed).
 """
 
 from __future__ import annotations
@@ -82,9 +84,28 @@ def open_command_bundle(bundle: str | Path | Sequence[str | Path], out: str | Pa
         raise UsageError(f"output directory {out} is a file")
     say("discovering files")
     try:
-        return open_bundle(bundle, work_dir or Path(out) / "work", timezone=log_timezone, out_dir=out)
+        opened = open_bundle(bundle, work_dir or Path(out) / "work", timezone=log_timezone, out_dir=out)
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
+    empty = nothing_to_read(opened)
+    if empty:
+        raise UsageError(empty)
+    return opened
+
+
+def nothing_to_read(bundle) -> str | None:
+    """One sentence when an opened bundle holds no log line and no state evidence (unusable input: exit 2),
+    naming what could not be read; None when there is something to analyse."""
+    if bundle.evidence or any(f.size for f in bundle.logs):
+        return None
+    where = ", ".join(str(p) for p in bundle.inputs) or str(bundle.root)
+    sentence = (f"no log file and no state evidence found in {where}" if not bundle.logs else
+                f"no log line found in {where}: its {len(bundle.logs)} log file{'s are' if len(bundle.logs) != 1 else ' is'}"
+                " empty and it holds no state evidence")
+    if bundle.problems:
+        first = bundle.problems[0]
+        sentence += (f" ({len(bundle.problems)} not read, e.g. {first.source}: {first.problem})")
+    return sentence
 
 
 def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):

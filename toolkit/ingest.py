@@ -32,6 +32,11 @@ REPLACEMENT_CHAR = "\ufffd"
 UNPARSED_EXAMPLES = 3
 
 
+#: ``IngestReport.readability()["status"]``: the detectors had log events to check; the bundle held nothing
+#: to read (no log line, no state evidence); it held log lines, none of which a layout could read.
+READABLE, EMPTY, UNREADABLE = "ok", "empty", "unreadable"
+
+
 @dataclass
 class FileSummary:
     """Line accounting for one log file."""
@@ -76,10 +81,38 @@ class IngestReport:
         out["unaccounted_files"] = sum(1 for f in self.files if not f.accounted)
         return out
 
+    def readability(self) -> dict[str, Any]:
+        """What the detectors had to read, in plain words (``findings.json``'s ``ingest``, detect's text and the
+        report's verdict; schema in ``docs/findings-schema.md``).
+
+        ``status`` is ``ok``; ``empty`` when the bundle holds no log line and no state evidence (unusable
+        input); or ``unreadable`` when it holds log lines but a layout read none of them, so no log event
+        could be checked. ``message`` says which in one sentence (None when ``ok``).
+        """
+        totals = self.totals
+        files, lines, unparsed, state = totals["files"], totals["lines"], totals["unparsed"], len(self.evidence)
+        if lines == 0 and state == 0:
+            status = EMPTY
+            message = ("no log file and no state evidence found in the bundle" if files == 0 else
+                       f"no log line found: the bundle's {files} log file{'s are' if files != 1 else ' is'} empty "
+                       "and it holds no state evidence")
+            if totals["problems"]:
+                message += f" ({totals['problems']} ingest problem{'s' if totals['problems'] != 1 else ''}: "\
+                           "files that could not be read)"
+        elif lines > 0 and totals["records"] == 0:
+            status = UNREADABLE
+            message = (f"{unparsed} of {lines} log lines could not be read (unknown layout), so no log event could be "
+                       "checked" + ("; findings rest on the state evidence only" if state else ""))
+        else:
+            status, message = READABLE, None
+        return {"status": status, "files": files, "lines": lines, "unparsed": unparsed, "state_items": state,
+                "message": message}
+
     def to_json(self) -> dict:
         return {
             "bundle": self.bundle,
             "totals": self.totals,
+            "readability": self.readability(),
             "files": [{**asdict(f), "accounted": f.accounted} for f in self.files],
             "problems": [asdict(p) for p in self.problems],
             "evidence": self.evidence,

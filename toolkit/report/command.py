@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -113,7 +114,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``stream-incident report``; exit codes as the CLI's: 0 ok, 1 failed, 2 bad input, 3 no Spark."""
+    """Run ``stream-incident report``; exit codes as the CLI's: 0 ok, 1 failed, 2 bad input (also a bundle with
+    no log line and no state evidence: the report is written, its verdict says so), 3 no Spark."""
     from toolkit.jvm import warm_up_hint
     from toolkit.spark import VERBOSE_ENV, resolve_target
 
@@ -135,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         return exc.exit_code
     print(f"Wrote {files.html}\n      {files.notebook}\n      {files.findings}\n"
           f"      {files.html.parent / LOG_DIR}/ (Spark and kernel logs)")
+    ingest = json.loads(files.findings.read_text(encoding="utf-8")).get("ingest") or {}
+    if ingest.get("status") == "empty":  # unusable input, as for every command; the report's verdict says so too
+        print(f"stream-incident: {ingest['message']} ({args.bundle}); the report's verdict says so", file=sys.stderr)
+        return 2
     hint = None if resolve_target(args.master, args.remote)[0] == "remote" else warm_up_hint()
     if hint:
         say(hint)
