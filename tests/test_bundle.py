@@ -375,3 +375,81 @@ def test_output_folders_inside_the_bundle_are_not_read_as_evidence(spark, tmp_pa
                  str(tmp_path / "plain"), "--quiet", "--format", "json"]) == EXIT_OK
     found, plain = (json.loads((out / "findings.json").read_text()) for out in (bundle / "out2", tmp_path / "plain"))
     assert found["findings"] and found["findings"] == plain["findings"]
+
+
+def _laid_out(root: Path, files: dict[str, Path]) -> Path:
+    import shutil
+
+    for rel, src in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, root / rel)
+    return root
+
+
+def _portable(document: dict, prefix: dict[str, str]) -> list:
+    """Findings with their evidence sources written as in the sample's own layout."""
+    text = json.dumps(document["findings"])
+    for nested, plain in prefix.items():
+        text = text.replace(nested, plain)
+    return json.loads(text)
+
+
+def test_a_folder_of_pod_folders_is_no_host_and_the_findings_are_the_samples(spark, tmp_path, repo_root):
+    """``incident/logs/<pod>/app.log`` and ``incident/state/<pod>/state.tar.gz`` without a bundle.toml: the pods are
+    the hosts (not ``logs`` and ``state``), so no run is cut short by another pod's file, and the findings are
+    those of the same files in the sample's own layout."""
+    from toolkit import pipeline, utc
+    from toolkit.options import AnalysisOptions
+
+    sample = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
+    files = {f"{pod}/{name}": sample / pod / name
+             for pod, name in (("orders-agg-0", "app.log"), ("orders-agg-0", "state.tar.gz"), ("orders-agg-1", "app.log"))}
+    plain = _laid_out(tmp_path / "plain", files)
+    nested = _laid_out(tmp_path / "incident", {
+        ("state/" if rel.endswith(".tar.gz") else "logs/") + rel: src for rel, src in files.items()})
+
+    runs = {}
+    documents = {}
+    for name, bundle in (("plain", plain), ("nested", nested)):
+        inv = pipeline.run(spark, bundle, tmp_path / f"out-{name}", AnalysisOptions())
+        assert sorted({f.host for f in inv.analysis.ingest.files}) == ["orders-agg-0", "orders-agg-1"]
+        assert {e["host"] for e in inv.analysis.ingest.evidence} == {"orders-agg-0"}
+        runs[name] = sorted((r.host, r.run_no, r.end_kind)
+                            for r in utc.collect(inv.timeline.process_runs.select("host", "run_no", "end_kind")))
+        documents[name] = inv.findings_document()
+    assert runs["nested"] == runs["plain"]
+    assert documents["plain"]["findings"], "the sample's incident is found"
+    assert _portable(documents["nested"], {"logs/orders-agg-": "orders-agg-", "state/orders-agg-": "orders-agg-"}) \
+        == documents["plain"]["findings"]
+
+
+def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_root):
+    """Which folder names the host, without a bundle.toml: a generic container (``logs``, ``state``, ``pods``...)
+    or a folder of pod-named folders is passed over; a host folder keeps its own sub-folders (``logs``, ``conf``,
+    ``current``/``previous``) and stays the host."""
+    eos = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
+    nifi = repo_root / "tests" / "bundles" / "nifi-component-state-reset" / "nifi-0"
+    bundle = _laid_out(tmp_path / "incident", {
+        "cluster-a/orders-agg-0/app.log": eos / "orders-agg-0" / "app.log",
+        "cluster-a/orders-agg-1/app.log": eos / "orders-agg-1" / "app.log",
+        "k8s/pods/orders-agg-2/app.log": eos / "orders-agg-1" / "app.log",
+        "captures/orders-agg-0/state.tar.gz": eos / "orders-agg-0" / "state.tar.gz",
+        "nifi-0/logs/nifi-app.log": nifi / "nifi-app.log",
+        "nifi-0/conf/nifi-state-local.tar.gz": nifi / "nifi-state-local.tar.gz",
+        "orders-agg-3/current/app.log": eos / "orders-agg-1" / "app.log",
+        "orders-agg-3/previous/app.log": eos / "orders-agg-0" / "app.log",
+        "logs/app.log": eos / "orders-agg-1" / "app.log",
+    })
+    opened = open_bundle(bundle, tmp_path / "work")
+    hosts = {f.source: f.host for f in opened.logs} | {e.source: e.host for e in opened.evidence}
+    assert hosts == {
+        "cluster-a/orders-agg-0/app.log": "orders-agg-0",
+        "cluster-a/orders-agg-1/app.log": "orders-agg-1",
+        "k8s/pods/orders-agg-2/app.log": "orders-agg-2",
+        "captures/orders-agg-0/state.tar.gz!/kafka-streams": "orders-agg-0",
+        "nifi-0/logs/nifi-app.log": "nifi-0",
+        "nifi-0/conf/nifi-state-local.tar.gz!/state/local": "nifi-0",
+        "orders-agg-3/current/app.log": "orders-agg-3",
+        "orders-agg-3/previous/app.log": "orders-agg-3",
+        "logs/app.log": "unknown-host",  # a generic folder names no host; the file name names none either
+    }

@@ -11,11 +11,12 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 from toolkit.bundle.archives import Extractor, is_archive
-from toolkit.bundle.files import flat_name, looks_binary, looks_like_log_name, read_head, spark_readable
+from toolkit.bundle.files import (flat_name, host_from_file_name, looks_binary, looks_like_log_name, read_head,
+                                  spark_readable)
 from toolkit.bundle.gzip_logs import GZIP_MAGIC, read_gzip_head, recover_gzip
 from toolkit.bundle.model import (BUNDLE_META_FILES, Bundle, BundleError, EvidenceItem, IngestProblem, Limits,
                                   LogFile)
-from toolkit.bundle.settings import attribute_host, read_bundle_toml
+from toolkit.bundle.settings import attribute_host, host_folder, read_bundle_toml
 
 WORK_MARKER = ".stream-incident-work"
 #: The file that marks a folder as a command's output (``--out``), so a bundle that holds it skips it.
@@ -109,6 +110,33 @@ def _iter_files(root: Path, this_run: frozenset[Path] = frozenset()) -> Iterator
             yield here / name
 
 
+def host_containers(base: Path) -> frozenset[str]:
+    """The top folders of ``base`` that hold hosts rather than name one: two or more sub-folders named like pods
+    or hosts (``orders-agg-0``, ``web-7f9c6d-x2k4q``: letters, digits and a hyphen), each with a file in it.
+
+    A host's own sub-folders (``logs``, ``conf``, ``state``, ``current``, ``previous``, dates) are not named
+    like pods, so a host folder holding them stays the host.
+    """
+    found = set()
+    try:
+        tops = [d for d in base.iterdir() if d.is_dir() and not d.is_symlink()]
+    except OSError:
+        return frozenset()
+    for top in tops:
+        try:
+            pods = [d for d in top.iterdir() if d.is_dir() and not d.is_symlink() and host_from_file_name(d.name)
+                    and _holds_a_file(d)]
+        except OSError:
+            continue
+        if len(pods) >= 2:
+            found.add(top.name)
+    return frozenset(found)
+
+
+def _holds_a_file(folder: Path) -> bool:
+    return any(files for _, _, files in os.walk(folder))
+
+
 def _work_dir_for(paths: list[Path]) -> Path:
     digest = hashlib.sha1("\0".join(str(p.resolve()) for p in paths).encode()).hexdigest()[:12]
     return Path(tempfile.gettempdir()) / "stream-incident-work" / digest
@@ -172,6 +200,7 @@ def open_bundle(
 
 def _walk(bundle: Bundle, ex: Extractor, base: Path, prefix: str, inherited_host: str | None,
           depth: int, is_root: bool = False, this_run: frozenset[Path] = frozenset()) -> None:
+    containers = host_containers(base) if inherited_host is None else frozenset()
     for found in _iter_files(base, this_run):
         if isinstance(found, tuple):
             folder, reason = found
@@ -183,13 +212,13 @@ def _walk(bundle: Bundle, ex: Extractor, base: Path, prefix: str, inherited_host
         rel = PurePosixPath(path.relative_to(base).as_posix())
         if is_root and len(rel.parts) == 1 and rel.name in BUNDLE_META_FILES:
             continue
-        _add_file(bundle, ex, path, rel, prefix, inherited_host, depth)
+        _add_file(bundle, ex, path, rel, prefix, inherited_host, depth, containers)
 
 
 def _add_file(bundle: Bundle, ex: Extractor, path: Path, rel: PurePosixPath, prefix: str,
-              inherited_host: str | None, depth: int) -> None:
+              inherited_host: str | None, depth: int, containers: frozenset[str] = frozenset()) -> None:
     source = f"{prefix}{rel.as_posix()}"
-    host = attribute_host(rel, bundle.hosts, inherited_host)
+    host = attribute_host(rel, bundle.hosts, inherited_host, containers)
     if path.is_symlink():
         bundle.problems.append(IngestProblem(source, "symbolic link not followed", ""))
         return
@@ -227,7 +256,7 @@ def _add_file(bundle: Bundle, ex: Extractor, path: Path, rel: PurePosixPath, pre
         else:
             ex.extract_tar(path, dest, source)
         # Members of an archive that sits in a host folder belong to that host.
-        member_host = host if len(rel.parts) > 1 or inherited_host else None
+        member_host = host if inherited_host else host_folder(rel, bundle.hosts, containers)
         _walk(bundle, ex, dest, prefix=f"{source}!/", inherited_host=member_host, depth=depth + 1)
         return
     if head.startswith(GZIP_MAGIC):
