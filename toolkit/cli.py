@@ -44,7 +44,8 @@ def _add_spark_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spark(args: argparse.Namespace):
-    """The session for a command; Spark's own log goes to ``OUT/logs/spark.log`` (``--verbose``: also the console)."""
+    """The session for a command; Spark's own log goes to ``OUT/logs/spark.log``, without ``--out`` to
+    :func:`toolkit.spark.default_log_file` (``--verbose``: also the console)."""
     import os
 
     from toolkit.jvm import input_bytes
@@ -154,15 +155,17 @@ def _add_bundle_args(p: argparse.ArgumentParser, out_required: bool = True) -> N
     _add_spark_args(p)
 
 
-def analyse_from_args(args: argparse.Namespace):
-    """Open the bundle, start Spark and run ``pipeline.analyse`` with the options of the command line."""
+def analyse_from_args(args: argparse.Namespace, out: str | Path | None = None):
+    """Open the bundle, start Spark and run ``pipeline.analyse`` with the options of the command line; the tables
+    go to ``out`` (default ``--out``)."""
     from toolkit.pipeline import analyse
 
+    out = out or args.out
     say = _progress(not args.quiet)
-    bundle = _open_bundle(args, say)
+    bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say)
     spark = _spark(args)
     say("Spark session ready")
-    return analyse(spark, bundle, args.out, options_from_args(args), progress=say)
+    return analyse(spark, bundle, out, options_from_args(args), progress=say)
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
@@ -194,8 +197,8 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="stream-incident-catalogue-") as scratch:
         if args.bundle:
             args.bundle = [args.bundle]
-            args.out = args.out or scratch  # without --out the bundle's tables are only needed for the counts
-            analysis = analyse_from_args(args)
+            # Without --out the bundle's tables are only needed for the counts (and Spark logs where detect's does).
+            analysis = analyse_from_args(args, args.out or scratch)
             hits = template_hits(analysis.events)
         table = catalogue_table(hits)
     if hits is not None and "hits" in table.columns:
