@@ -14,6 +14,7 @@ import stat
 import tarfile
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,35 @@ def test_tar_and_zip_follow_one_member_policy(tmp_path, name, build):
     }
     assert [f.source.split("!/", 1)[1] for f in bundle.logs] == ["ok/app.log"]
     assert not (tmp_path / "escape.log").exists() and not (tmp_path / "work" / "escape.log").exists()
+
+
+def test_truncated_tar_gz_keeps_every_byte_of_the_member_it_cuts(spark, tmp_path, repo_root):
+    """A ``.tar.gz`` cut inside a log keeps the log's decodable part (as a cut ``.gz`` log does), with a
+    problem row that says how much was kept: a dying pod's last lines are the evidence."""
+    sample = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for rel in ("orders-agg-0/state.tar.gz", "orders-agg-0/app.log", "orders-agg-1/app.log"):
+            tf.add(sample / rel, arcname=rel)
+    cut = buf.getvalue()[:4000]
+    (tmp_path / "bundle").mkdir()
+    (tmp_path / "bundle" / "logs.tar.gz").write_bytes(cut)
+    with tarfile.open(fileobj=io.BytesIO(buf.getvalue())) as tf:
+        member = tf.getmember("orders-agg-0/app.log")
+    decodable = zlib.decompressobj(wbits=31).decompress(cut)  # all a gzip stream decodes before its cut
+    original = (sample / "orders-agg-0" / "app.log").read_bytes()
+    expected = original[: len(decodable) - member.offset_data]
+    assert len(expected) > 8192  # more than one buffer of tarfile's reader, which the old copy lost whole
+
+    bundle = open_bundle(tmp_path / "bundle", tmp_path / "out" / "work")
+    logs = {f.source: f for f in bundle.logs}
+    assert logs["logs.tar.gz!/orders-agg-0/app.log"].local_path.read_bytes() == expected
+    assert "logs.tar.gz!/orders-agg-1/app.log" not in logs  # wholly after the cut
+    (detail,) = [p.detail for p in bundle.problems if p.problem == "truncated or corrupt archive"]
+    assert f"logs.tar.gz!/orders-agg-0/app.log cut short: the first {len(expected)} of {len(original)} bytes kept" in detail
+    assert not [p for p in bundle.problems if p.problem == "empty file"]
+
+    _, report, _ = parse_bundle(spark, bundle, tmp_path / "out")
+    (app_log,) = [f for f in report.files if f.path == "logs.tar.gz!/orders-agg-0/app.log"]
+    assert app_log.lines == len(expected.splitlines()) and app_log.accounted
+    assert app_log.records == sum(1 for line in expected.splitlines() if line.startswith(b"[2026-"))

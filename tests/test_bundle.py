@@ -338,3 +338,118 @@ def test_host_from_file_name():
     assert host_from_file_name("kafka-streams-7f9c6d-x2k4q.log.2026-01-05.gz") == "kafka-streams-7f9c6d-x2k4q"
     assert host_from_file_name("app.log") is None
     assert host_from_file_name("nifi-app.log") is None
+
+
+def test_output_folders_inside_the_bundle_are_not_read_as_evidence(spark, tmp_path, repo_root, capsys):
+    """``cd BUNDLE && stream-incident parse . --out out && stream-incident detect . --out out2``: the second
+    run reads the bundle's logs only, never the first run's tables and logs, nor its own output folder;
+    each skipped folder is a problem row that says why."""
+    import shutil
+
+    from toolkit.bundle import OUTPUT_MARKER
+    from toolkit.bundle.discovery import OWN_FOLDER_SKIPPED
+    from toolkit.cli import EXIT_OK, main
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(repo_root / "sample_logs" / "kafka-eos-stale-checkpoint", bundle)
+    assert main(["parse", str(bundle), "--out", str(bundle / "out"), "--quiet"]) == EXIT_OK
+    assert (bundle / "out" / OUTPUT_MARKER).is_file() and (bundle / "out" / "logs").is_dir()
+    # An output folder of a version before the marker: known by its ingest.json beside records.parquet.
+    shutil.copytree(bundle / "out", bundle / "older-out", ignore=shutil.ignore_patterns(OUTPUT_MARKER))
+    capsys.readouterr()
+
+    assert main(["detect", str(bundle), "--out", str(bundle / "out2"), "--quiet", "--format", "json"]) == EXIT_OK
+    ingest = json.loads((bundle / "out2" / "ingest.json").read_text())
+    assert [(f["path"], f["host"]) for f in ingest["files"]] == [
+        ("orders-agg-0/app.log", "orders-agg-0"), ("orders-agg-1/app.log", "orders-agg-1")]
+    assert {e["host"] for e in ingest["evidence"]} == {"orders-agg-0"}
+    skipped = {p["source"]: p["detail"] for p in ingest["problems"] if p["problem"] == OWN_FOLDER_SKIPPED}
+    assert skipped == {
+        "out": f"the output folder of an earlier run (marked {OUTPUT_MARKER})",
+        "older-out": "the output folder of an earlier run (holds ingest.json and records.parquet)",
+        "out2": "this run's output or work folder",
+    }
+    assert ingest["totals"]["unparsed"] == 0
+    # The findings are the sample's own, as if no output folder were there.
+    assert main(["detect", str(repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"), "--out",
+                 str(tmp_path / "plain"), "--quiet", "--format", "json"]) == EXIT_OK
+    found, plain = (json.loads((out / "findings.json").read_text()) for out in (bundle / "out2", tmp_path / "plain"))
+    assert found["findings"] and found["findings"] == plain["findings"]
+
+
+def _laid_out(root: Path, files: dict[str, Path]) -> Path:
+    import shutil
+
+    for rel, src in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, root / rel)
+    return root
+
+
+def _portable(document: dict, prefix: dict[str, str]) -> list:
+    """Findings with their evidence sources written as in the sample's own layout."""
+    text = json.dumps(document["findings"])
+    for nested, plain in prefix.items():
+        text = text.replace(nested, plain)
+    return json.loads(text)
+
+
+def test_a_folder_of_pod_folders_is_no_host_and_the_findings_are_the_samples(spark, tmp_path, repo_root):
+    """``incident/logs/<pod>/app.log`` and ``incident/state/<pod>/state.tar.gz`` without a bundle.toml: the pods are
+    the hosts (not ``logs`` and ``state``), so no run is cut short by another pod's file, and the findings are
+    those of the same files in the sample's own layout."""
+    from toolkit import pipeline, utc
+    from toolkit.options import AnalysisOptions
+
+    sample = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
+    files = {f"{pod}/{name}": sample / pod / name
+             for pod, name in (("orders-agg-0", "app.log"), ("orders-agg-0", "state.tar.gz"), ("orders-agg-1", "app.log"))}
+    plain = _laid_out(tmp_path / "plain", files)
+    nested = _laid_out(tmp_path / "incident", {
+        ("state/" if rel.endswith(".tar.gz") else "logs/") + rel: src for rel, src in files.items()})
+
+    runs = {}
+    documents = {}
+    for name, bundle in (("plain", plain), ("nested", nested)):
+        inv = pipeline.run(spark, bundle, tmp_path / f"out-{name}", AnalysisOptions())
+        assert sorted({f.host for f in inv.analysis.ingest.files}) == ["orders-agg-0", "orders-agg-1"]
+        assert {e["host"] for e in inv.analysis.ingest.evidence} == {"orders-agg-0"}
+        runs[name] = sorted((r.host, r.run_no, r.end_kind)
+                            for r in utc.collect(inv.timeline.process_runs.select("host", "run_no", "end_kind")))
+        documents[name] = inv.findings_document()
+    assert runs["nested"] == runs["plain"]
+    assert documents["plain"]["findings"], "the sample's incident is found"
+    assert _portable(documents["nested"], {"logs/orders-agg-": "orders-agg-", "state/orders-agg-": "orders-agg-"}) \
+        == documents["plain"]["findings"]
+
+
+def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_root):
+    """Which folder names the host, without a bundle.toml: a generic container (``logs``, ``state``, ``pods``...)
+    or a folder of pod-named folders is passed over; a host folder keeps its own sub-folders (``logs``, ``conf``,
+    ``current``/``previous``) and stays the host."""
+    eos = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
+    nifi = repo_root / "tests" / "bundles" / "nifi-component-state-reset" / "nifi-0"
+    bundle = _laid_out(tmp_path / "incident", {
+        "cluster-a/orders-agg-0/app.log": eos / "orders-agg-0" / "app.log",
+        "cluster-a/orders-agg-1/app.log": eos / "orders-agg-1" / "app.log",
+        "k8s/pods/orders-agg-2/app.log": eos / "orders-agg-1" / "app.log",
+        "captures/orders-agg-0/state.tar.gz": eos / "orders-agg-0" / "state.tar.gz",
+        "nifi-0/logs/nifi-app.log": nifi / "nifi-app.log",
+        "nifi-0/conf/nifi-state-local.tar.gz": nifi / "nifi-state-local.tar.gz",
+        "orders-agg-3/current/app.log": eos / "orders-agg-1" / "app.log",
+        "orders-agg-3/previous/app.log": eos / "orders-agg-0" / "app.log",
+        "logs/app.log": eos / "orders-agg-1" / "app.log",
+    })
+    opened = open_bundle(bundle, tmp_path / "work")
+    hosts = {f.source: f.host for f in opened.logs} | {e.source: e.host for e in opened.evidence}
+    assert hosts == {
+        "cluster-a/orders-agg-0/app.log": "orders-agg-0",
+        "cluster-a/orders-agg-1/app.log": "orders-agg-1",
+        "k8s/pods/orders-agg-2/app.log": "orders-agg-2",
+        "captures/orders-agg-0/state.tar.gz!/kafka-streams": "orders-agg-0",
+        "nifi-0/logs/nifi-app.log": "nifi-0",
+        "nifi-0/conf/nifi-state-local.tar.gz!/state/local": "nifi-0",
+        "orders-agg-3/current/app.log": "orders-agg-3",
+        "orders-agg-3/previous/app.log": "orders-agg-3",
+        "logs/app.log": "unknown-host",  # a generic folder names no host; the file name names none either
+    }

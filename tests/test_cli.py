@@ -48,3 +48,33 @@ def test_catalogue_lists_templates_without_spark(capsys):
     out = capsys.readouterr().out
     assert "ks.checkpoint.read" in out or "CHECKPOINT_READ" in out
     assert len(out.splitlines()) > 400  # one line per template
+
+
+def test_detect_says_when_no_log_line_could_be_read_and_fail_on_does_not_pass_it(spark, tmp_path, capsys, repo_root):
+    """Every line unparsed (a JSON document collected as a pod's log): the text, findings.json and the report's
+    verdict say that nothing could be checked, and a --fail-on gate does not pass the bundle as clean."""
+    from toolkit import report
+    from toolkit.detect import EXIT_UNREADABLE
+
+    document = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint" / "EXPECTED.json"
+    lines = len(document.read_text().splitlines())
+    bundle = tmp_path / "incident"
+    (bundle / "orders-agg-0").mkdir(parents=True)
+    (bundle / "orders-agg-0" / "app.log").write_bytes(document.read_bytes())
+
+    assert main(["detect", str(bundle), "--out", str(tmp_path / "out"), "--quiet"]) == EXIT_OK
+    text = capsys.readouterr().out
+    assert text.startswith(f"WARNING: {lines} of {lines} log lines could not be read (unknown layout), so no log "
+                           "event could be checked.")
+    assert "this is no all-clear" in text
+    ingest = json.loads((tmp_path / "out" / "findings.json").read_text())["ingest"]
+    assert ingest == {"status": "unreadable", "files": 1, "lines": lines, "unparsed": lines, "state_items": 0,
+                      "message": f"{lines} of {lines} log lines could not be read (unknown layout), so no log event "
+                                 "could be checked"}
+
+    assert main(["detect", str(bundle), "--fail-on", "warning", "--format", "json", "--quiet"]) == EXIT_UNREADABLE
+    assert json.loads(capsys.readouterr().out)["ingest"] == ingest
+
+    verdict = report.verdict_html([], bundle.name, ingest)
+    assert "Verdict: nothing could be checked" in verdict and "no known incident pattern" not in verdict
+    assert f"{lines} of {lines} log lines could not be read" in verdict

@@ -136,3 +136,69 @@ def test_unreachable_spark_fails_fast_with_exit_3(tmp_path, bundle, flag, url, w
     assert proc.returncode == EXIT_SPARK, proc.stderr
     _one_sentence(proc.stderr, f"cannot reach the Spark {what} {url}: 127.0.0.1:1 (")
     assert elapsed < 30, elapsed  # without the reachability check the driver retries for over a minute
+
+
+SAMPLE_TOML = (Path(__file__).resolve().parent.parent / "sample_logs" / "kafka-eos-stale-checkpoint" / "bundle.toml")
+BAD_INPUTS = {
+    # A typo in a zone name, a bundle.toml cut off inside a string, a zone no database knows.
+    "zone typo": (SAMPLE_TOML.read_text().replace('"Europe/Berlin"', '"Europe/Berln"'), [],
+                  "bundle.toml [hosts.orders-agg-0]: unknown time zone 'Europe/Berln'"),
+    "broken toml": (SAMPLE_TOML.read_text()[:SAMPLE_TOML.read_text().index("SIGKILLed")], [],
+                    "bundle.toml is not valid TOML: "),
+    "unknown --timezone": (SAMPLE_TOML.read_text(), ["--timezone", "Mars/Base"],
+                           "--timezone: unknown time zone 'Mars/Base'"),
+}
+COMMANDS = {
+    "parse": lambda b, o: ["parse", str(b), "--out", str(o)],
+    "timeline": lambda b, o: ["timeline", str(b), "--out", str(o)],
+    "catalogue": lambda b, o: ["catalogue", "--bundle", str(b), "--out", str(o)],
+    "catalogue without --out": lambda b, o: ["catalogue", "--bundle", str(b)],
+    "detect": lambda b, o: ["detect", str(b)],
+    "detect --out": lambda b, o: ["detect", str(b), "--out", str(o), "--fail-on", "warning"],
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_unusable_bundle_toml_or_zone_is_one_sentence_and_exit_2_for_every_command(tmp_path, bundle, capsys,
+                                                                                    command, case):
+    toml, flags, message = BAD_INPUTS[case]
+    (bundle / "bundle.toml").write_text(toml)
+    code, err = _run([*COMMANDS[command](bundle, tmp_path / "out"), *flags, "--quiet"], capsys)
+    assert code == EXIT_USAGE
+    _one_sentence(err, message)
+
+
+def test_stand_alone_detect_says_one_sentence_too(tmp_path, bundle, capsys):
+    from toolkit import detect
+
+    (bundle / "bundle.toml").write_text(BAD_INPUTS["zone typo"][0])
+    code = detect.main([str(bundle), "--quiet"])
+    assert code == EXIT_USAGE
+    _one_sentence(capsys.readouterr().err, BAD_INPUTS["zone typo"][2])
+
+
+def test_unknown_detector_is_refused_before_spark_starts(tmp_path, bundle, capsys):
+    code, err = _run(["detect", str(bundle), "--only", "no-such-detector", "--master", "spark://127.0.0.1:1",
+                      "--quiet"], capsys)
+    assert code == EXIT_USAGE
+    _one_sentence(err, "unknown detector(s) for --only: no-such-detector; known: ")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_bundle_with_nothing_to_read_is_unusable_input(tmp_path, command, capsys):
+    """No log file and no state evidence: exit 2 with one sentence before Spark starts, never "No findings"."""
+    empty = tmp_path / "incident"
+    empty.mkdir()
+    code, err = _run([*COMMANDS[command](empty, tmp_path / "out"), "--quiet"], capsys)
+    assert code == EXIT_USAGE
+    _one_sentence(err, f"no log file and no state evidence found in {empty}")
+
+
+def test_a_bundle_of_empty_log_files_says_what_it_holds(tmp_path, capsys):
+    (tmp_path / "incident" / "orders-agg-0").mkdir(parents=True)
+    (tmp_path / "incident" / "orders-agg-0" / "app.log").write_bytes(b"")
+    code, err = _run(["detect", str(tmp_path / "incident"), "--fail-on", "warning", "--quiet"], capsys)
+    assert code == EXIT_USAGE
+    _one_sentence(err, f"no log line found in {tmp_path / 'incident'}: its 1 log file is empty and it holds no "
+                       "state evidence (1 not read, e.g. orders-agg-0/app.log: empty file)")

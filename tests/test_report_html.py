@@ -456,3 +456,54 @@ def test_the_report_loads_papermill_before_its_export_thread_imports_nbconvert(t
     )
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO), timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_ingest_problems_table_lists_each_problem_once_and_agrees_with_its_count(spark, tmp_path):
+    """A file of unknown layout and a log whose first line no layout reads: one row each, the detail naming
+    the first unparsed line; the table is the ingest report's one list and the provenance counts its rows."""
+    from datetime import datetime
+
+    from toolkit.ingest import parse_bundle
+
+    bundle = tmp_path / "bundle"
+    (bundle / "orders-agg-1").mkdir(parents=True)
+    jvm_notice = "WARNING: Using incubator modules: jdk.incubator.vector\n"  # what a JVM prints before log4j starts
+    (bundle / "orders-agg-1" / "app.log").write_text(jvm_notice + (EOS / "orders-agg-1" / "app.log").read_text())
+    (bundle / "orders-agg-1" / "expected.json").write_text((EOS / "EXPECTED.json").read_text())
+    _, ingest, _ = parse_bundle(spark, bundle, tmp_path / "out")
+    json_lines = len((EOS / "EXPECTED.json").read_text().splitlines())
+    log_lines = 1 + len((EOS / "orders-agg-1" / "app.log").read_text().splitlines())
+
+    table = report.ingest_problems_table(ingest)
+    assert list(table.itertuples(index=False, name=None)) == [
+        ("orders-agg-1/app.log", f"1 of {log_lines} lines unparsed (kept with layout 'unparsed')",
+         "line 1: " + jvm_notice.strip()),
+        ("orders-agg-1/expected.json", "unknown layout: every line kept as unparsed",
+         f"{json_lines} of {json_lines} lines; line 1: {{"),
+    ]
+    params = report.validate_parameters(bundle, tmp_path / "out", charts="svg")
+    view = report.ReportView(params=params, analysis=type("Analysis", (), {"ingest": ingest})(), findings=[],
+                             hosts=None, tasks=None, started=datetime.now(), seconds=0.0)
+    provenance = dict(report.provenance_table(view).itertuples(index=False, name=None))
+    assert provenance["ingest problems"] == str(len(table)) == "2"
+
+
+def test_report_on_an_empty_bundle_is_no_green_verdict_and_exits_2(tmp_path):
+    """A bundle with no log file and no state evidence: the report is written with a verdict that says nothing
+    could be checked (not the green "no known incident pattern found", not "every line was read"), and the
+    command ends with one sentence and exit 2 (unusable input)."""
+    import os
+    import sys
+
+    empty = tmp_path / "incident"
+    empty.mkdir()
+    run = subprocess.run([sys.executable, "-m", "toolkit.cli", "report", str(empty), "--out", str(tmp_path / "out"),
+                          "--quiet"], capture_output=True, text=True, cwd=str(REPO), timeout=1800, env=dict(os.environ))
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert run.stderr.strip() == (f"stream-incident: no log file and no state evidence found in the bundle ({empty}); "
+                                  "the report's verdict says so")
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "Verdict: nothing could be checked" in page
+    assert "No log file and no state evidence found in the bundle." in page
+    assert "no known incident pattern found" not in page and "every line was read" not in page
+    assert json.loads((tmp_path / "out" / "findings.json").read_text())["ingest"]["status"] == "empty"

@@ -304,3 +304,12 @@ def test_cli_only(tmp_path, capsys):
     assert main(["samples", "--out", str(tmp_path), "--only", "kafka-restore-skipped"]) == 0
     assert (tmp_path / "kafka-restore-skipped" / "EXPECTED.json").exists()
     assert "kafka-restore-skipped" in capsys.readouterr().out
+
+
+def test_the_eos_story_names_the_partitions_of_its_affected_tasks():
+    """The trainee story's partitions are those of the tasks whose stores were restored from a stale checkpoint."""
+    story = (SAMPLES / "kafka-eos-stale-checkpoint" / "README.md").read_text()
+    expected = json.loads((SAMPLES / "kafka-eos-stale-checkpoint" / "EXPECTED.json").read_text())
+    (named,) = re.findall(r"orders keyed to partitions (\d+) and (\d+)\.", story)
+    assert sorted(map(int, named)) == sorted(int(task.split("_")[1]) for task in expected["tasks"]) \
+        == sorted(s["partition"] for s in expected["stale_checkpoints"])

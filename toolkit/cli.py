@@ -4,10 +4,13 @@ Exit codes (also in the README):
 
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
-* 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml), one sentence on stderr;
+* 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml, unknown --timezone or --only
+  detector, a bundle with no log line and no state evidence), one sentence on stderr (:func:`run_command`,
+  shared by every command);
 * 3 — no Spark session could be started (unreachable master or Connect endpoint), or ``warm-up`` could not build the class archive;
 * 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe;
-* 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked).
+* 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked);
+* 6 — ``detect --fail-on SEVERITY`` was given and not one log line could be read (every line unparsed).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -40,7 +44,8 @@ def _add_spark_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spark(args: argparse.Namespace):
-    """The session for a command; Spark's own log goes to ``OUT/logs/spark.log`` (``--verbose``: also the console)."""
+    """The session for a command; Spark's own log goes to ``OUT/logs/spark.log``, without ``--out`` to
+    :func:`toolkit.spark.default_log_file` (``--verbose``: also the console)."""
     import os
 
     from toolkit.jvm import input_bytes
@@ -66,18 +71,46 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 NUMERIC = {"lines", "records", "cont.", "unparsed", "count"}
 
 
-def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
-    """Open the bundle before Spark starts, so a wrong path fails in a second, not a minute."""
+def open_command_bundle(bundle: str | Path | Sequence[str | Path], out: str | Path, work_dir: str | Path | None,
+                        log_timezone: str | None, say: Callable[[str], None]):
+    """Open a command's bundle before Spark starts, so a wrong path, ``bundle.toml`` or ``--timezone`` fails
+    in a second, not a minute: an unusable bundle raises :class:`UsageError` (exit code 2, one sentence).
+
+    Every command that analyses a bundle opens it here (``parse``, ``timeline``, ``catalogue``, ``detect``);
+    archives are extracted into ``work_dir`` (default ``OUT/work``).
+    """
     from toolkit.bundle import BundleError, open_bundle
 
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"output directory {args.out} is a file")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise UsageError(f"output directory {out} is a file")
     say("discovering files")
-    work = args.work_dir or Path(args.out) / "work"
     try:
-        return open_bundle(args.bundle, work, timezone=args.log_timezone)
+        opened = open_bundle(bundle, work_dir or Path(out) / "work", timezone=log_timezone, out_dir=out)
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
+    empty = nothing_to_read(opened)
+    if empty:
+        raise UsageError(empty)
+    return opened
+
+
+def nothing_to_read(bundle) -> str | None:
+    """One sentence when an opened bundle holds no log line and no state evidence (unusable input: exit 2),
+    naming what could not be read; None when there is something to analyse."""
+    if bundle.evidence or any(f.size for f in bundle.logs):
+        return None
+    where = ", ".join(str(p) for p in bundle.inputs) or str(bundle.root)
+    sentence = (f"no log file and no state evidence found in {where}" if not bundle.logs else
+                f"no log line found in {where}: its {len(bundle.logs)} log file{'s are' if len(bundle.logs) != 1 else ' is'}"
+                " empty and it holds no state evidence")
+    if bundle.problems:
+        first = bundle.problems[0]
+        sentence += (f" ({len(bundle.problems)} not read, e.g. {first.source}: {first.problem})")
+    return sentence
+
+
+def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
+    return open_command_bundle(args.bundle, args.out, args.work_dir, args.log_timezone, say)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -122,15 +155,17 @@ def _add_bundle_args(p: argparse.ArgumentParser, out_required: bool = True) -> N
     _add_spark_args(p)
 
 
-def analyse_from_args(args: argparse.Namespace):
-    """Open the bundle, start Spark and run ``pipeline.analyse`` with the options of the command line."""
+def analyse_from_args(args: argparse.Namespace, out: str | Path | None = None):
+    """Open the bundle, start Spark and run ``pipeline.analyse`` with the options of the command line; the tables
+    go to ``out`` (default ``--out``)."""
     from toolkit.pipeline import analyse
 
+    out = out or args.out
     say = _progress(not args.quiet)
-    bundle = _open_bundle(args, say)
+    bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say)
     spark = _spark(args)
     say("Spark session ready")
-    return analyse(spark, bundle, args.out, options_from_args(args), progress=say)
+    return analyse(spark, bundle, out, options_from_args(args), progress=say)
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
@@ -159,11 +194,13 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     from toolkit.events import catalogue_table, template_hits
 
     hits = None
-    if args.bundle:
-        args.bundle = [args.bundle]
-        analysis = analyse_from_args(args)
-        hits = template_hits(analysis.events)
-    table = catalogue_table(hits)
+    with tempfile.TemporaryDirectory(prefix="stream-incident-catalogue-") as scratch:
+        if args.bundle:
+            args.bundle = [args.bundle]
+            # Without --out the bundle's tables are only needed for the counts (and Spark logs where detect's does).
+            analysis = analyse_from_args(args, args.out or scratch)
+            hits = template_hits(analysis.events)
+        table = catalogue_table(hits)
     if hits is not None and "hits" in table.columns:
         table = table.sort_values("hits", ascending=False)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_colwidth", 70):
@@ -273,12 +310,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``stream-incident`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    use_running_server(args)
+    return run_command(args.func, args)
+
+
+def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run one command and turn the errors every command shares into one sentence and an exit code:
+    :class:`UsageError` (bad arguments or unusable input) 2, no Spark session 3, interrupted 130."""
     from toolkit.spark import SparkUnavailable
 
-    use_running_server(args)
-
     try:
-        return args.func(args)
+        return func(args)
     except UsageError as exc:
         print(f"stream-incident: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -9,11 +9,16 @@ Exit codes (the same as the other commands, plus one):
 
 * 0 — finished (findings or not);
 * 1 — the run failed unexpectedly;
-* 2 — bad arguments or unusable input (missing bundle);
+* 2 — bad arguments or unusable input (missing bundle, invalid ``bundle.toml`` or ``--timezone``, unknown ``--only``);
 * 3 — no Spark session could be started;
 * 4 — ``--fail-on`` matched: a finding at that severity or worse was reported;
 * 5 — ``--fail-on`` was given and a detector failed (a finding of status ``error``): its root cause
-  was not checked, so the run cannot be called clean at any level.
+  was not checked, so the run cannot be called clean at any level;
+* 6 — ``--fail-on`` was given and the bundle's log lines were all unparsed (no layout read any): no log event
+  was checked, so the run cannot be called clean either.
+
+A bundle with no log line and no state evidence is unusable input (2). When nothing could be read, the text
+output says so before anything else, and ``findings.json`` carries it in ``ingest``.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from toolkit.detectors.base import ERROR, FINDING_SEVERITIES, SEVERITIES, Finding
+from toolkit.ingest import EMPTY, READABLE, UNREADABLE
 from toolkit.options import add_analysis_arguments, options_from_args
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS, EXIT_DETECTOR_ERROR = 0, 1, 2, 3, 4, 5
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS, EXIT_DETECTOR_ERROR, EXIT_UNREADABLE = (
+    0, 1, 2, 3, 4, 5, 6)
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -41,7 +48,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output for people or machines")
     parser.add_argument("--fail-on", choices=("critical", "warning"),
                         help="exit with code 4 when a finding of this severity (or worse) is reported, "
-                             "with code 5 when a detector failed")
+                             "with code 5 when a detector failed, with code 6 when no log line could be read")
     add_analysis_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     spark = parser.add_mutually_exclusive_group()
@@ -57,31 +64,52 @@ def _say(args: argparse.Namespace, start: float, message: str) -> None:
 
 
 def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any]]:
-    """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object."""
+    """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object.
+
+    The bundle is opened, and ``--only`` checked, before Spark starts, by the code every command shares:
+    unusable input raises :class:`toolkit.cli.UsageError`."""
+    from toolkit.cli import UsageError, open_command_bundle
+    from toolkit.detectors import registered_detectors
     from toolkit.pipeline import run as run_pipeline
     from toolkit.jvm import input_bytes, warm_up_hint
     from toolkit.spark import get_spark, is_connect
 
     start = time.monotonic()
-    spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
-    _say(args, start, "Spark session ready")
+    say = lambda message: _say(args, start, message)  # noqa: E731
+    options = options_from_args(args)
+    unknown = [d for d in options.detectors or () if d not in registered_detectors()]
+    if unknown:
+        raise UsageError(f"unknown detector(s) for --only: {', '.join(unknown)}; known: "
+                         f"{', '.join(registered_detectors())}")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
-        inv = run_pipeline(spark, args.bundle, out, options_from_args(args),
-                           progress=lambda m: _say(args, start, m))
+        bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say)
+        spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
+        say("Spark session ready")
+        inv = run_pipeline(spark, bundle, out, options, progress=say)
     hint = None if is_connect(spark) else warm_up_hint()
     if hint:
-        _say(args, start, hint)
+        say(hint)
     return inv.findings, inv.findings_document()
 
 
-def format_text(findings: Sequence[Finding], bundle: str = "") -> str:
-    """Ranked findings for a terminal: headline, explanation, evidence excerpts, gaps, impact, playbook."""
+def format_text(findings: Sequence[Finding], bundle: str = "", ingest: dict[str, Any] | None = None) -> str:
+    """Ranked findings for a terminal: headline, explanation, evidence excerpts, gaps, impact, playbook.
+
+    ``ingest`` (``findings.json``'s, :meth:`toolkit.ingest.IngestReport.readability`): when the bundle held
+    nothing the detectors could read, that comes first, so no finding is not taken for a clean bill."""
+    unread = ingest.get("message") if ingest and ingest.get("status") not in (None, READABLE) else None
+    warning = [f"WARNING: {unread[0].upper() + unread[1:]}.",
+               "  The unparsed lines and every ingest problem: `stream-incident parse BUNDLE --out DIR` (ingest.json).",
+               ""] if unread else []
     if not findings:
+        if unread:
+            return "\n".join([*warning, f"No findings for {bundle or 'the bundle'}, because nothing could be read: "
+                                         "this is no all-clear."]) + "\n"
         return f"No findings for {bundle or 'the bundle'}.\n"
     counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}" for s in FINDING_SEVERITIES
                        if s != ERROR or any(f.severity == ERROR for f in findings))
-    lines = [f"{len(findings)} finding(s) for {bundle}: {counts}", ""]
+    lines = [*warning, f"{len(findings)} finding(s) for {bundle}: {counts}", ""]
     wrap = textwrap.TextWrapper(width=110, initial_indent="    ", subsequent_indent="    ")
     for n, f in enumerate(findings, 1):
         when = f.ts.strftime("%Y-%m-%d %H:%M:%S UTC") if f.ts else "time unknown"
@@ -113,44 +141,42 @@ def _matches_fail_on(findings: Sequence[Finding], fail_on: str | None) -> bool:
     return any(f.severity in SEVERITIES and SEVERITIES.index(f.severity) <= worst_allowed for f in findings)
 
 
-def exit_code(findings: Sequence[Finding], fail_on: str | None) -> int:
-    """``EXIT_DETECTOR_ERROR`` when ``fail_on`` is set and a detector failed, ``EXIT_FINDINGS`` when a
-    finding reaches ``fail_on``, else ``EXIT_OK``."""
+def exit_code(findings: Sequence[Finding], fail_on: str | None, ingest: dict[str, Any] | None = None) -> int:
+    """With ``fail_on``: ``EXIT_DETECTOR_ERROR`` when a detector failed, ``EXIT_FINDINGS`` when a finding reaches
+    ``fail_on``, ``EXIT_UNREADABLE`` when no log line could be read (``ingest``'s status ``unreadable``), else
+    ``EXIT_OK``; always ``EXIT_OK`` without it."""
     if fail_on and any(f.severity == ERROR for f in findings):
         return EXIT_DETECTOR_ERROR
-    return EXIT_FINDINGS if _matches_fail_on(findings, fail_on) else EXIT_OK
+    if _matches_fail_on(findings, fail_on):
+        return EXIT_FINDINGS
+    if fail_on and ingest and ingest.get("status") == UNREADABLE:
+        return EXIT_UNREADABLE
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``detect``; returns the exit code (see the module docstring)."""
+    """Run ``detect``; returns the exit code (see the module docstring). Unusable input and an unreachable
+    Spark raise the errors :func:`toolkit.cli.run_command` turns into exit codes 2 and 3, as for every command."""
     from toolkit.pipeline import findings_text
 
-    if not Path(args.bundle).exists():
-        print(f"stream-incident: bundle not found: {args.bundle}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        findings, document = _investigate(args)
-    except KeyError as exc:  # unknown --only id
-        print(f"stream-incident: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except Exception as exc:
-        from toolkit.spark import SparkUnavailable
+    from toolkit.cli import UsageError
 
-        if isinstance(exc, SparkUnavailable):
-            print(f"stream-incident: {exc}", file=sys.stderr)
-            return EXIT_SPARK
-        raise
+    findings, document = _investigate(args)
+    ingest = document.get("ingest")
     if args.format == "json":
         print(findings_text(document), end="")
     else:
-        print(format_text(findings, str(args.bundle)))
-    return exit_code(findings, args.fail_on)
+        print(format_text(findings, str(args.bundle), ingest))
+    if ingest and ingest.get("status") == EMPTY:  # the bundle is opened before: only a file read as empty gets here
+        raise UsageError(f"{ingest['message']} ({args.bundle})")
+    return exit_code(findings, args.fail_on, ingest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry point (``python -m toolkit.detect BUNDLE``)."""
-    args = build_parser().parse_args(argv)
-    return run(args)
+    from toolkit.cli import run_command
+
+    return run_command(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

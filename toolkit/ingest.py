@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit import utc
-from toolkit.bundle import Bundle, IngestProblem, open_bundle
+from toolkit.bundle import Bundle, IngestProblem, mark_output_dir, open_bundle
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
 from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
 from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, parse_logs
@@ -30,6 +30,11 @@ from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
 
 REPLACEMENT_CHAR = "\ufffd"
 UNPARSED_EXAMPLES = 3
+
+
+#: ``IngestReport.readability()["status"]``: the detectors had log events to check; the bundle held nothing
+#: to read (no log line, no state evidence); it held log lines, none of which a layout could read.
+READABLE, EMPTY, UNREADABLE = "ok", "empty", "unreadable"
 
 
 @dataclass
@@ -76,10 +81,38 @@ class IngestReport:
         out["unaccounted_files"] = sum(1 for f in self.files if not f.accounted)
         return out
 
+    def readability(self) -> dict[str, Any]:
+        """What the detectors had to read, in plain words (``findings.json``'s ``ingest``, detect's text and the
+        report's verdict; schema in ``docs/findings-schema.md``).
+
+        ``status`` is ``ok``; ``empty`` when the bundle holds no log line and no state evidence (unusable
+        input); or ``unreadable`` when it holds log lines but a layout read none of them, so no log event
+        could be checked. ``message`` says which in one sentence (None when ``ok``).
+        """
+        totals = self.totals
+        files, lines, unparsed, state = totals["files"], totals["lines"], totals["unparsed"], len(self.evidence)
+        if lines == 0 and state == 0:
+            status = EMPTY
+            message = ("no log file and no state evidence found in the bundle" if files == 0 else
+                       f"no log line found: the bundle's {files} log file{'s are' if files != 1 else ' is'} empty "
+                       "and it holds no state evidence")
+            if totals["problems"]:
+                message += f" ({totals['problems']} ingest problem{'s' if totals['problems'] != 1 else ''}: "\
+                           "files that could not be read)"
+        elif lines > 0 and totals["records"] == 0:
+            status = UNREADABLE
+            message = (f"{unparsed} of {lines} log lines could not be read (unknown layout), so no log event could be "
+                       "checked" + ("; findings rest on the state evidence only" if state else ""))
+        else:
+            status, message = READABLE, None
+        return {"status": status, "files": files, "lines": lines, "unparsed": unparsed, "state_items": state,
+                "message": message}
+
     def to_json(self) -> dict:
         return {
             "bundle": self.bundle,
             "totals": self.totals,
+            "readability": self.readability(),
             "files": [{**asdict(f), "accounted": f.accounted} for f in self.files],
             "problems": [asdict(p) for p in self.problems],
             "evidence": self.evidence,
@@ -206,18 +239,26 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
             last_ts=s["last_ts"] + "Z" if s.get("last_ts") else None,
             unparsed_examples=list(s.get("examples") or []),
         )
+        # The file's problems, each once: in the file's summary and, with a detail, in the report's one list
+        # (which the CLI, ingest.json's count and the HTML report's table all show as it is).
+        found: list[tuple[str, str]] = []
+        example = summary.unparsed_examples[0] if summary.unparsed_examples else None
+        first_unparsed = f"line {example['line_no']}: {str(example['text'])[:160]}" if example else ""
         if f.size and det and det.layout is None:
-            summary.problems.append("unknown layout: every line kept as unparsed")
+            found.append(("unknown layout: every line kept as unparsed",
+                          f"{summary.unparsed} of {summary.lines} lines" + (f"; {first_unparsed}" if example else "")))
+        elif summary.unparsed:
+            found.append((f"{summary.unparsed} of {summary.lines} lines unparsed (kept with layout 'unparsed')",
+                          first_unparsed))
         if s.get("bad_utf8_lines"):
-            summary.problems.append(f"{s['bad_utf8_lines']} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)")
+            found.append((f"{s['bad_utf8_lines']} lines contain bytes that are not valid UTF-8 (kept as U+FFFD)", ""))
         if s.get("nul_lines"):
-            summary.problems.append(f"{s['nul_lines']} lines contain NUL bytes")
+            found.append((f"{s['nul_lines']} lines contain NUL bytes", ""))
         if not summary.accounted:
-            summary.problems.append(
-                f"line accounting mismatch: {summary.lines} read, "
-                f"{summary.records + summary.continuation + summary.unparsed} in records"
-            )
-        problems.extend(IngestProblem(f.source, p) for p in summary.problems)
+            found.append((f"line accounting mismatch: {summary.lines} read, "
+                          f"{summary.records + summary.continuation + summary.unparsed} in records", ""))
+        summary.problems = [problem for problem, _ in found]
+        problems.extend(IngestProblem(f.source, problem, detail) for problem, detail in found)
         files.append(summary)
     evidence = [{"path": e.source, "host": e.host, "kind": e.kind} for e in bundle.evidence]
     return IngestReport(bundle=str(bundle.root), files=files, problems=problems, evidence=evidence)
@@ -353,11 +394,12 @@ def parse_bundle(
     settings) are read back from the cache and only new or changed files are parsed.
     """
     say = progress or (lambda _msg: None)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = mark_output_dir(out_dir)
     if not isinstance(bundle, Bundle):
         say("discovering files")
-        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone)
+        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone, out_dir=out)
+    if bundle.skipped_folders:
+        say(f"not read as evidence, folders stream-incident wrote: {', '.join(bundle.skipped_folders)}")
     parsed, keys = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, {})
     file_keys = sorted(keys.values())
     if parsed is None:

@@ -296,22 +296,25 @@ class Investigation:
         return self.analysis.out_dir / FINDINGS_FILE
 
     def findings_document(self) -> dict[str, Any]:
-        """The findings as the JSON object of ``docs/findings-schema.md``."""
-        return findings_document(self.findings, self.bundle_label)
+        """The findings as the JSON object of ``docs/findings-schema.md``, with what the detectors had to read
+        (``ingest``: a bundle with nothing readable must not pass for a clean one)."""
+        return findings_document(self.findings, self.bundle_label, self.analysis.ingest.readability())
 
 
 def bundle_label(bundle: Bundle | Path | str | list) -> str:
     """How ``findings.json`` names the bundle: its absolute path (paths joined by ``, `` for loose files),
     the same whichever entry point and working directory it was given from."""
     if isinstance(bundle, Bundle):
-        return str(bundle.root)
-    items = bundle if isinstance(bundle, (list, tuple)) else [bundle]
+        items = bundle.inputs or [bundle.root]  # an opened bundle is named by what it was opened from
+    else:
+        items = bundle if isinstance(bundle, (list, tuple)) else [bundle]
     return ", ".join(str(Path(os.fspath(b)).expanduser().resolve()) for b in items)
 
 
-def findings_document(findings: list[Finding], label: str) -> dict[str, Any]:
-    """``findings.json``'s object for these findings of the bundle named ``label``."""
-    return findings_to_json(findings, bundle=label)
+def findings_document(findings: list[Finding], label: str, ingest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``findings.json``'s object for these findings of the bundle named ``label``; ``ingest`` is the bundle's
+    :meth:`toolkit.ingest.IngestReport.readability`."""
+    return findings_to_json(findings, bundle=label, **({"ingest": ingest} if ingest is not None else {}))
 
 
 def findings_text(document: dict[str, Any]) -> str:

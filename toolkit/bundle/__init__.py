@@ -25,7 +25,7 @@ policy and safe extraction), :mod:`~toolkit.bundle.gzip_logs` (gzip logs) and
 """
 
 from toolkit.bundle.archives import ARCHIVE_SUFFIXES
-from toolkit.bundle.discovery import WORK_MARKER, open_bundle
+from toolkit.bundle.discovery import OUTPUT_MARKER, WORK_MARKER, mark_output_dir, open_bundle
 from toolkit.bundle.files import host_from_file_name, looks_like_log_name
 from toolkit.bundle.gzip_logs import gunzip_to
 from toolkit.bundle.model import (BUNDLE_META_FILES, Bundle, BundleError, EvidenceItem, HostSettings,
@@ -34,6 +34,6 @@ from toolkit.bundle.settings import read_bundle_toml
 
 __all__ = [
     "ARCHIVE_SUFFIXES", "BUNDLE_META_FILES", "Bundle", "BundleError", "EvidenceItem", "HostSettings",
-    "IngestProblem", "Limits", "LogFile", "WORK_MARKER", "gunzip_to", "host_from_file_name",
-    "looks_like_log_name", "open_bundle", "read_bundle_toml",
+    "IngestProblem", "Limits", "LogFile", "OUTPUT_MARKER", "WORK_MARKER", "gunzip_to", "host_from_file_name",
+    "looks_like_log_name", "mark_output_dir", "open_bundle", "read_bundle_toml",
 ]

@@ -19,6 +19,7 @@ import time
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from toolkit.bundle.model import IngestProblem, Limits
 
@@ -49,6 +50,49 @@ def _safe_member_path(name: str) -> PurePosixPath | None:
     if not parts or any(p == ".." for p in parts):
         return None
     return PurePosixPath(*parts)
+
+
+#: Bytes asked of an archive member at a time.
+_COPY_PIECE = 1 << 16
+#: What reading a damaged archive raises (truncated stream, corrupt deflate/bzip2/xz data, short tar).
+_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, tarfile.ReadError, zipfile.BadZipFile)
+
+
+class _CutShort(Exception):
+    """A member's data broke off; the ``written`` bytes before the break are in its target file."""
+
+    def __init__(self, written: int, cause: BaseException):
+        super().__init__(str(cause))
+        self.written = written
+        self.cause = cause
+
+
+def _member_reader(tf: tarfile.TarFile, member: tarfile.TarInfo) -> Callable[[int], bytes] | None:
+    """``read(n)`` over a regular tar member's bytes that never drops bytes already decompressed.
+
+    ``tarfile.extractfile`` reads through two buffered layers that discard a whole buffer of decoded
+    text when the compressed stream ends inside it, so a truncated ``.tar.gz`` lost the readable part
+    of the member that was cut. ``read1`` on the archive stream returns what was decoded and raises
+    only on a call that decodes nothing. Sparse members keep tarfile's reader (it maps their holes).
+    """
+    stream = tf.fileobj
+    if member.sparse is not None or stream is None or not hasattr(stream, "read1"):
+        fh = tf.extractfile(member)
+        return None if fh is None else fh.read
+    stream.seek(member.offset_data)
+    remaining = member.size
+
+    def read(n: int) -> bytes:
+        nonlocal remaining
+        if remaining <= 0:
+            return b""
+        chunk = stream.read1(min(n, remaining))
+        if not chunk:
+            raise EOFError("archive ends inside this member")
+        remaining -= len(chunk)
+        return chunk
+
+    return read
 
 
 class Extractor:
@@ -85,7 +129,14 @@ class Extractor:
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
 
-    def _copy(self, fh, target: Path, declared: int, compressed: int | None, source: str) -> bool:
+    def _copy(self, read: Callable[[int], bytes], target: Path, declared: int, compressed: int | None,
+              source: str) -> bool:
+        """Copy a member's bytes from ``read`` into ``target`` under the size and ratio caps.
+
+        A read that fails (the archive ends or breaks inside this member) leaves every byte read before it
+        in ``target`` and raises :class:`_CutShort` with their count: a dying host's archive often holds
+        exactly the lines that matter just before the cut.
+        """
         cap = min(self.limits.max_member_bytes, self.limits.max_total_bytes - self.total_bytes)
         if declared > cap:
             self._refuse(source, "member too large", f"{declared} bytes exceeds the cap of {cap}")
@@ -97,7 +148,11 @@ class Extractor:
         written = 0
         with target.open("wb") as out:
             while True:
-                chunk = fh.read(1 << 20)
+                try:
+                    chunk = read(_COPY_PIECE)
+                except _READ_ERRORS as exc:
+                    self.total_bytes += written
+                    raise _CutShort(written, exc) from exc
                 if not chunk:
                     break
                 written += len(chunk)
@@ -144,7 +199,6 @@ class Extractor:
             self._refuse(source, "unreadable archive", str(exc))
             return
         extracted = 0
-        current: str | None = None
         dir_mtimes: list[tuple[Path, float]] = []
         # Tar members carry no compressed size; watch the whole archive's ratio instead.
         compressed = archive.stat().st_size if tf.fileobj is not None and archive.suffix in (".gz", ".tgz", ".bz2", ".xz") else None
@@ -172,14 +226,20 @@ class Extractor:
                     target = self._target(dest, rel, msource)
                     if target is None:
                         continue
-                    fh = tf.extractfile(member)
-                    if fh is None:
+                    read = _member_reader(tf, member)
+                    if read is None:
                         continue
-                    current = msource
-                    if self._copy(fh, target, member.size, None, msource):
-                        extracted += 1
+                    try:
+                        if self._copy(read, target, member.size, None, msource):
+                            extracted += 1
+                            os.utime(target, (member.mtime, member.mtime))
+                    except _CutShort as cut:
                         os.utime(target, (member.mtime, member.mtime))
-                    current = None
+                        kept = (f"the first {cut.written} of {member.size} bytes kept" if cut.written
+                                else "nothing of it could be read")
+                        self._refuse(source, "truncated or corrupt archive",
+                                     f"{cut.cause}; {extracted} files recovered whole; {msource} cut short: {kept}")
+                        break
                     if compressed and self.total_bytes > 1 << 24 and self.total_bytes / compressed > self.limits.max_ratio:
                         self._refuse(source, "compression ratio too high (archive bomb?)",
                                      f"{self.total_bytes} bytes from {compressed}; rest skipped")
@@ -191,9 +251,8 @@ class Extractor:
                         for _ in range(16):
                             if not tf.fileobj.read(1 << 16):
                                 break
-            except (tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
-                cut = f"; {current} cut short" if current else ""
-                self._refuse(source, "truncated or corrupt archive", f"{exc}; {extracted} files recovered{cut}")
+            except (tarfile.TarError, *_READ_ERRORS) as exc:  # between members: no member's bytes are lost
+                self._refuse(source, "truncated or corrupt archive", f"{exc}; {extracted} files recovered")
         _restore_dir_mtimes(dir_mtimes)
 
     def extract_zip(self, archive: Path, dest: Path, source: str) -> None:
@@ -224,9 +283,13 @@ class Extractor:
                     continue
                 try:
                     with zf.open(info) as fh:
-                        ok = self._copy(fh, target, info.file_size, info.compress_size, msource)
-                except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
-                    # RuntimeError: an encrypted member ("password required").
+                        ok = self._copy(fh.read, target, info.file_size, info.compress_size, msource)
+                except (_CutShort, *_READ_ERRORS, NotImplementedError, RuntimeError) as exc:
+                    # RuntimeError: an encrypted member ("password required"). A zip member's CRC is
+                    # checked only at its end, so a damaged member is not kept in part.
+                    if isinstance(exc, _CutShort):
+                        self.total_bytes -= exc.written
+                        exc = exc.cause
                     target.unlink(missing_ok=True)
                     self._refuse(msource, "corrupt archive member", str(exc))
                     continue

@@ -11,13 +11,16 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 from toolkit.bundle.archives import Extractor, is_archive
-from toolkit.bundle.files import flat_name, looks_binary, looks_like_log_name, read_head, spark_readable
+from toolkit.bundle.files import (flat_name, host_from_file_name, looks_binary, looks_like_log_name, read_head,
+                                  spark_readable)
 from toolkit.bundle.gzip_logs import GZIP_MAGIC, read_gzip_head, recover_gzip
 from toolkit.bundle.model import (BUNDLE_META_FILES, Bundle, BundleError, EvidenceItem, IngestProblem, Limits,
                                   LogFile)
-from toolkit.bundle.settings import attribute_host, read_bundle_toml
+from toolkit.bundle.settings import attribute_host, host_folder, read_bundle_toml
 
 WORK_MARKER = ".stream-incident-work"
+#: The file that marks a folder as a command's output (``--out``), so a bundle that holds it skips it.
+OUTPUT_MARKER = ".stream-incident-output"
 
 
 def _evidence_kind(path: Path) -> str | None:
@@ -35,8 +38,50 @@ def _evidence_kind(path: Path) -> str | None:
 
 
 
-def _iter_files(root: Path) -> Iterator[Path]:
-    """Files and candidate state directories below root, in a stable order, without following links."""
+#: The problem row of a folder the toolkit wrote, found inside a bundle and not read as evidence.
+OWN_FOLDER_SKIPPED = "skipped: a folder stream-incident wrote, not evidence"
+
+
+def mark_output_dir(out: Path | str) -> Path:
+    """Create the output folder ``out`` (if needed) and mark it as written by this tool.
+
+    A later run over a bundle that holds this folder (``cd BUNDLE && stream-incident report . --out out``)
+    skips it instead of reading its reports, tables and logs as evidence.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    marker = out / OUTPUT_MARKER
+    if not marker.exists():
+        marker.write_text("output of stream-incident; a bundle that holds this folder skips it\n")
+    return out
+
+
+def own_folder(path: Path, this_run: frozenset[Path] = frozenset()) -> str | None:
+    """Why the folder ``path`` is the toolkit's own output or scratch space rather than evidence, or None.
+
+    ``this_run``: the resolved output and work folders of the running command. Output folders written
+    before the marker existed are known by what every command writes into them: ``ingest.json`` beside
+    ``records.parquet``.
+    """
+    try:
+        if path.resolve() in this_run:
+            return "this run's output or work folder"
+        if (path / OUTPUT_MARKER).exists():
+            return f"the output folder of an earlier run (marked {OUTPUT_MARKER})"
+        if (path / WORK_MARKER).exists():
+            return f"the work folder of an earlier run (marked {WORK_MARKER})"
+        if (path / "ingest.json").is_file() and (path / "records.parquet").is_dir():
+            return "the output folder of an earlier run (holds ingest.json and records.parquet)"
+    except OSError:
+        return None
+    return None
+
+
+def _iter_files(root: Path, this_run: frozenset[Path] = frozenset()) -> Iterator[Path | tuple[Path, str]]:
+    """Files and candidate state directories below root, in a stable order, without following links.
+
+    A folder the toolkit wrote (:func:`own_folder`) is not walked: it comes out as ``(folder, reason)``.
+    """
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         here = Path(dirpath)
@@ -46,8 +91,12 @@ def _iter_files(root: Path) -> Iterator[Path]:
             if sub.is_symlink():
                 yield sub  # refused with a problem row, never walked
                 continue
-            if d.endswith(".parquet") or (sub / WORK_MARKER).exists():
-                continue  # our own output or scratch space inside the bundle folder
+            if d.endswith(".parquet"):
+                continue  # a table written by Spark (ours, or one that has no place among logs)
+            reason = own_folder(sub, this_run)
+            if reason:
+                yield sub, reason
+                continue
             if _evidence_kind(sub) == "state_dir":
                 yield sub
             else:
@@ -59,6 +108,33 @@ def _iter_files(root: Path) -> Iterator[Path]:
             continue
         for name in sorted(filenames):
             yield here / name
+
+
+def host_containers(base: Path) -> frozenset[str]:
+    """The top folders of ``base`` that hold hosts rather than name one: two or more sub-folders named like pods
+    or hosts (``orders-agg-0``, ``web-7f9c6d-x2k4q``: letters, digits and a hyphen), each with a file in it.
+
+    A host's own sub-folders (``logs``, ``conf``, ``state``, ``current``, ``previous``, dates) are not named
+    like pods, so a host folder holding them stays the host.
+    """
+    found = set()
+    try:
+        tops = [d for d in base.iterdir() if d.is_dir() and not d.is_symlink()]
+    except OSError:
+        return frozenset()
+    for top in tops:
+        try:
+            pods = [d for d in top.iterdir() if d.is_dir() and not d.is_symlink() and host_from_file_name(d.name)
+                    and _holds_a_file(d)]
+        except OSError:
+            continue
+        if len(pods) >= 2:
+            found.add(top.name)
+    return frozenset(found)
+
+
+def _holds_a_file(folder: Path) -> bool:
+    return any(files for _, _, files in os.walk(folder))
 
 
 def _work_dir_for(paths: list[Path]) -> Path:
@@ -89,10 +165,14 @@ def open_bundle(
     *,
     timezone: str | None = None,
     limits: Limits = Limits(),
+    out_dir: Path | str | None = None,
 ) -> Bundle:
     """Discover the evidence in a bundle (directory, archive, or loose files).
 
     ``timezone`` overrides the default zone for hosts without their own setting in ``bundle.toml``.
+    ``out_dir``: the running command's output folder, never read as evidence (nor is ``work_dir``, nor
+    any folder an earlier run wrote: :func:`own_folder`); each such folder inside the bundle is a
+    problem row that says it was skipped.
     Raises :class:`BundleError` only when the bundle as a whole is unusable (nothing exists at the
     path, invalid ``bundle.toml``); everything else becomes a problem row.
     """
@@ -106,30 +186,39 @@ def open_bundle(
     work = _fresh_work_dir(Path(work_dir) if work_dir else _work_dir_for(items))
     meta = read_bundle_toml(root / "bundle.toml", timezone)
     bundle = Bundle(root=root, work_dir=work, hosts=meta["hosts"], defaults=meta["defaults"],
-                    app_id=meta["app_id"], notes=meta["notes"], limits=limits)
+                    app_id=meta["app_id"], notes=meta["notes"], limits=limits, inputs=items)
     extractor = Extractor(limits, bundle.problems)
+    this_run = frozenset(p.resolve() for p in (work, Path(out_dir) if out_dir else None) if p is not None)
     for item in items:
         if item.is_dir():
             _walk(bundle, extractor, item, prefix="", inherited_host=None, depth=0,
-                  is_root=(item == root))
+                  is_root=(item == root), this_run=this_run)
         else:
             _add_file(bundle, extractor, item, PurePosixPath(item.name), prefix="", inherited_host=None, depth=0)
     return bundle
 
 
 def _walk(bundle: Bundle, ex: Extractor, base: Path, prefix: str, inherited_host: str | None,
-          depth: int, is_root: bool = False) -> None:
-    for path in _iter_files(base):
+          depth: int, is_root: bool = False, this_run: frozenset[Path] = frozenset()) -> None:
+    containers = host_containers(base) if inherited_host is None else frozenset()
+    for found in _iter_files(base, this_run):
+        if isinstance(found, tuple):
+            folder, reason = found
+            source = f"{prefix}{folder.relative_to(base).as_posix()}"
+            bundle.problems.append(IngestProblem(source, OWN_FOLDER_SKIPPED, reason))
+            bundle.skipped_folders.append(source)
+            continue
+        path = found
         rel = PurePosixPath(path.relative_to(base).as_posix())
         if is_root and len(rel.parts) == 1 and rel.name in BUNDLE_META_FILES:
             continue
-        _add_file(bundle, ex, path, rel, prefix, inherited_host, depth)
+        _add_file(bundle, ex, path, rel, prefix, inherited_host, depth, containers)
 
 
 def _add_file(bundle: Bundle, ex: Extractor, path: Path, rel: PurePosixPath, prefix: str,
-              inherited_host: str | None, depth: int) -> None:
+              inherited_host: str | None, depth: int, containers: frozenset[str] = frozenset()) -> None:
     source = f"{prefix}{rel.as_posix()}"
-    host = attribute_host(rel, bundle.hosts, inherited_host)
+    host = attribute_host(rel, bundle.hosts, inherited_host, containers)
     if path.is_symlink():
         bundle.problems.append(IngestProblem(source, "symbolic link not followed", ""))
         return
@@ -167,7 +256,7 @@ def _add_file(bundle: Bundle, ex: Extractor, path: Path, rel: PurePosixPath, pre
         else:
             ex.extract_tar(path, dest, source)
         # Members of an archive that sits in a host folder belong to that host.
-        member_host = host if len(rel.parts) > 1 or inherited_host else None
+        member_host = host if inherited_host else host_folder(rel, bundle.hosts, containers)
         _walk(bundle, ex, dest, prefix=f"{source}!/", inherited_host=member_host, depth=depth + 1)
         return
     if head.startswith(GZIP_MAGIC):

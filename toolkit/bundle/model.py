@@ -76,6 +76,10 @@ class Bundle:
     notes: str | None = None
     #: the caps the bundle was opened with (a damaged gzip found later is recovered under them)
     limits: Limits = field(default_factory=Limits)
+    #: folders inside the bundle that the toolkit wrote (outputs, work folders), skipped as not evidence
+    skipped_folders: list[str] = field(default_factory=list)
+    #: the paths the bundle was opened from, as given (a directory, an archive, or loose files)
+    inputs: list[Path] = field(default_factory=list)
 
     def settings_for(self, host: str) -> HostSettings:
         """Host settings, falling back to the bundle defaults."""

@@ -55,19 +55,49 @@ def read_bundle_toml(path: Path, default_timezone: str | None = None) -> dict:
 
 
 
-def attribute_host(rel: PurePosixPath, known_hosts: Iterable[str], inherited: str | None) -> str:
-    """A file's host: a known host folder on its path, the host of the archive holding it, its top
-    folder, a pod name in its file name, else ``unknown-host``."""
-    known = set(known_hosts)
-    for part in rel.parts[:-1]:
-        if part in known:
-            return part
+#: Folder names that hold several hosts' files rather than name a host (``incident/logs/<pod>/app.log``,
+#: ``incident/state/<pod>/...``): never taken for a host, their sub-folders are.
+CONTAINER_FOLDER_NAMES = frozenset({
+    "logs", "log", "pods", "pod-logs", "state", "states", "state-dirs", "captures", "capture", "k8s", "kubernetes",
+    "nodes", "hosts", "containers", "evidence",
+})
+
+
+def is_container_name(name: str) -> bool:
+    """True for a generic folder name such as ``logs`` or ``pods`` (:data:`CONTAINER_FOLDER_NAMES`)."""
+    return name.lower() in CONTAINER_FOLDER_NAMES
+
+
+def attribute_host(rel: PurePosixPath, known_hosts: Iterable[str], inherited: str | None,
+                   containers: Iterable[str] = ()) -> str:
+    """A file's host: a known host folder on its path, the host of the archive holding it, its first folder that
+    is not a container of hosts, a pod name in its file name, else ``unknown-host``.
+
+    A leading folder is a container of hosts, and is passed over, when its name is generic
+    (:data:`CONTAINER_FOLDER_NAMES`) or it is one of ``containers``: the top folders found to hold several
+    pod-named folders (:func:`toolkit.bundle.discovery.host_containers`).
+    """
+    known = _known_folder(rel, known_hosts)
+    if known:
+        return known
     if inherited:
         return inherited
-    if len(rel.parts) > 1:
-        return rel.parts[0]
-    guessed = host_from_file_name(rel.name)
-    if guessed:
-        return guessed
-    return "unknown-host"
+    return host_folder(rel, (), containers) or host_from_file_name(rel.name) or "unknown-host"
 
+
+def _known_folder(rel: PurePosixPath, known_hosts: Iterable[str]) -> str | None:
+    known = set(known_hosts)
+    return next((part for part in rel.parts[:-1] if part in known), None)
+
+
+def host_folder(rel: PurePosixPath, known_hosts: Iterable[str], containers: Iterable[str] = ()) -> str | None:
+    """The folder on ``rel``'s path that names its host: a host of ``bundle.toml``, else the first folder that is
+    not a container of hosts (see :func:`attribute_host`); None when no folder names one."""
+    known = _known_folder(rel, known_hosts)
+    if known:
+        return known
+    folders = rel.parts[:-1]
+    skip = 0
+    while skip < len(folders) and (is_container_name(folders[skip]) or (skip == 0 and folders[0] in containers)):
+        skip += 1
+    return folders[skip] if skip < len(folders) else None

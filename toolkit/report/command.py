@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -22,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
+from toolkit.bundle import mark_output_dir
 from toolkit.options import AnalysisOptions, add_analysis_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
 from toolkit.report.export import export_html, prepare_export
@@ -62,8 +64,7 @@ def make_report(
     analysis = (options or AnalysisOptions()).as_parameters()
     params = validate_parameters(bundle, out_dir, time_window, hosts, tasks, app_id, spark_master, spark_remote,
                                  timezone, "html", view, **analysis)
-    out = params.out_dir
-    out.mkdir(parents=True, exist_ok=True)
+    out = mark_output_dir(params.out_dir)  # before the notebook opens the bundle, which may hold it
     source = Path(notebook) if notebook else REPORT_NOTEBOOK
     if not source.exists():
         raise ReportError(f"the report notebook {source} is missing from this installation.")
@@ -113,7 +114,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``stream-incident report``; exit codes as the CLI's: 0 ok, 1 failed, 2 bad input, 3 no Spark."""
+    """Run ``stream-incident report``; exit codes as the CLI's: 0 ok, 1 failed, 2 bad input (also a bundle with
+    no log line and no state evidence: the report is written, its verdict says so), 3 no Spark."""
     from toolkit.jvm import warm_up_hint
     from toolkit.spark import VERBOSE_ENV, resolve_target
 
@@ -135,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         return exc.exit_code
     print(f"Wrote {files.html}\n      {files.notebook}\n      {files.findings}\n"
           f"      {files.html.parent / LOG_DIR}/ (Spark and kernel logs)")
+    ingest = json.loads(files.findings.read_text(encoding="utf-8")).get("ingest") or {}
+    if ingest.get("status") == "empty":  # unusable input, as for every command; the report's verdict says so too
+        print(f"stream-incident: {ingest['message']} ({args.bundle}); the report's verdict says so", file=sys.stderr)
+        return 2
     hint = None if resolve_target(args.master, args.remote)[0] == "remote" else warm_up_hint()
     if hint:
         say(hint)

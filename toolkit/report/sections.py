@@ -71,9 +71,25 @@ def _impact_text(finding) -> str:
     return impact.summary if hasattr(impact, "summary") else str(impact.get("summary", ""))
 
 
-def verdict_html(findings: Sequence, bundle_name: str) -> str:
-    """The first screen: the top finding as a headline, then every finding ranked in one line each."""
+#: The verdict's colour when nothing could be checked: neither the green of a clean run nor a finding's.
+_NOTHING_READ_COLOUR = "#616161"
+
+
+def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, Any] | None = None) -> str:
+    """The first screen: the top finding as a headline, then every finding ranked in one line each.
+
+    ``readability`` (:meth:`toolkit.ingest.IngestReport.readability`): a bundle with nothing the detectors could
+    read gets a verdict that says so (never the green "no known incident pattern found"); with findings, a note."""
     head = f"<h1 style='margin-bottom:0.2em'>Incident report: {html.escape(bundle_name)}</h1>"
+    unread = (readability or {}).get("message") if (readability or {}).get("status", "ok") != "ok" else None
+    if not findings and unread:
+        return head + (f"<div class='verdict-nothing-read' style='border-left:6px solid {_NOTHING_READ_COLOUR};"
+                       "padding:0.6em 1em;background:#f3f3f3'>"
+                       "<h2 style='margin:0'>Verdict: nothing could be checked</h2>"
+                       f"<p>{html.escape(unread[0].upper() + unread[1:])}. No finding here is no all-clear: "
+                       + ("collect the pods' logs (and state) again." if readability.get("status") == "empty" else
+                          "the logs are in a layout the toolkit does not know; the ingest problems below show "
+                          "their first lines.") + "</p></div>")
     if not findings:
         return head + ("<div style='border-left:6px solid #2e7d32;padding:0.6em 1em;background:#f1f8f1'>"
                        "<h2 style='margin:0'>Verdict: no known incident pattern found</h2>"
@@ -97,8 +113,10 @@ def verdict_html(findings: Sequence, bundle_name: str) -> str:
         parts.append(f"<p><b>Where:</b> {html.escape(where)}</p>")
     if top.known_bugs:
         parts.append(f"<p><b>Known bugs:</b> {html.escape('; '.join(top.known_bugs))}</p>")
-    parts.append(f"<p><b>Playbook:</b> {playbook_link(top)} · detector <code>{html.escape(top.detector)}</code></p></div>")
-    parts.append("<h3>All findings, ranked</h3><ol>")
+    parts.append(f"<p><b>Playbook:</b> {playbook_link(top)} · detector <code>{html.escape(top.detector)}</code></p>")
+    if unread:
+        parts.append(f"<p class='verdict-nothing-read'><b>Note:</b> {html.escape(unread)}.</p>")
+    parts.append("</div><h3>All findings, ranked</h3><ol>")
     for f in findings:
         c = _SEVERITY_COLOUR.get(f.severity, "#333")
         parts.append(f"<li><span style='color:{c};font-weight:bold'>{html.escape(f.severity)}</span> · "
@@ -138,16 +156,10 @@ def provenance_table(inv: ReportView) -> pd.DataFrame:
 
 
 def ingest_problems_table(ingest) -> pd.DataFrame:
-    """Everything the ingest stage could not read cleanly: bundle problems, file problems, unparsed lines."""
+    """Everything the ingest stage could not read cleanly, one row per problem of ``ingest.problems``: bundle
+    problems and each file's (unknown layout, unparsed lines, bad bytes), so the table has as many rows as
+    the provenance's count says."""
     rows = [{"source": p.source, "problem": p.problem, "detail": getattr(p, "detail", "") or ""} for p in ingest.problems]
-    for f in ingest.files:
-        rows += [{"source": f.path, "problem": p, "detail": ""} for p in f.problems]
-        if f.unparsed:
-            example = f.unparsed_examples[0] if f.unparsed_examples else {}
-            rows.append({"source": f.path, "problem": f"{f.unparsed} of {f.lines} lines unparsed",
-                         "detail": f"line {example.get('line_no')}: {str(example.get('text', ''))[:160]}" if example else ""})
-        if not f.layout:
-            rows.append({"source": f.path, "problem": "no layout recognised", "detail": ""})
     return pd.DataFrame(rows, columns=["source", "problem", "detail"])
 
 
@@ -310,7 +322,7 @@ def show_verdict(inv: ReportView) -> None:
 
     display = _display()
     with section("the verdict", display):
-        display(HTML(verdict_html(inv.findings, inv.params.bundle.name)))
+        display(HTML(verdict_html(inv.findings, inv.params.bundle.name, inv.analysis.ingest.readability())))
         for note in inv.notes:
             display(HTML(f"<p><i>{html.escape(note)}</i></p>"))
 
@@ -461,5 +473,12 @@ def show_ingest_problems(inv: ReportView) -> None:
 
     display = _display()
     with section("the ingest problems", display):
-        problems = ingest_problems_table(inv.analysis.ingest)
-        display(problems.style.hide(axis="index") if not problems.empty else HTML("<p>None: every line was read.</p>"))
+        ingest = inv.analysis.ingest
+        problems = ingest_problems_table(ingest)
+        unread = ingest.readability()["message"]
+        if unread:  # said above the table: an empty table would otherwise read as "all is well"
+            display(HTML(f"<p><b>{html.escape(unread[0].upper() + unread[1:])}.</b></p>"))
+        if not problems.empty:
+            display(problems.style.hide(axis="index"))
+        elif not unread:
+            display(HTML("<p>None: every line was read.</p>"))

@@ -7,7 +7,7 @@ The `orders-agg` Kafka Streams service (Kafka Streams 4.1.2, `exactly_once_v2`, 
 persistent volumes and static membership) was started at 09:00 UTC after a deploy, restored its stores and ran for
 about an hour at roughly 16k records/s. At 10:07 UTC a chaos test sent SIGKILL to `orders-agg-0`; Kubernetes
 restarted the pod 48 seconds later and it was back to RUNNING within about 20 seconds. Downstream teams later
-reported duplicated and missing aggregates for orders keyed to partitions 0 and 8.
+reported duplicated and missing aggregates for orders keyed to partitions 0 and 2.
 
 ## What is in the bundle
 
