@@ -507,3 +507,32 @@ def test_report_on_an_empty_bundle_is_no_green_verdict_and_exits_2(tmp_path):
     assert "No log file and no state evidence found in the bundle." in page
     assert "no known incident pattern found" not in page and "every line was read" not in page
     assert json.loads((tmp_path / "out" / "findings.json").read_text())["ingest"]["status"] == "empty"
+
+
+def test_a_scope_that_leaves_every_finding_out_is_no_all_clear():
+    """``report --host`` or ``--task`` that misses the findings says where they are, never "no known incident"."""
+    from toolkit.detectors.base import Finding
+    from toolkit.report import sections
+
+    elsewhere = Finding(detector="eos-stale-restore-checkpoint", severity="critical", confidence="likely",
+                        title="orders-agg-0: EOS restart trusted a restore-time checkpoint", explanation="e",
+                        hosts=["orders-agg-0"], tasks=["0_0"])
+    page = sections.verdict_html([], "bundle", outside=[elsewhere], scope="hosts orders-agg-9")
+    assert "no known incident pattern" not in page
+    assert "1 finding(s) elsewhere" in page and "orders-agg-9" in page and elsewhere.title in page
+    # Info findings outside the scope are no reason to withhold the all-clear of the scope.
+    quiet = Finding(detector="restore-from-scratch", severity="info", confidence="likely", title="t", explanation="e")
+    assert "no known incident pattern" in sections.verdict_html([], "bundle", outside=[quiet], scope="tasks 0_1")
+
+
+def test_charts_open_on_a_time_window_given_with_both_ends(tmp_path):
+    """``--from``/``--to``: the axis shows that range (intervals that overlap it used to stretch it to the whole log)."""
+    from types import SimpleNamespace
+
+    from toolkit.report import sections
+
+    both = report.validate_parameters(EOS, tmp_path, time_window=["2026-03-07T10:05:00Z", "2026-03-07T10:10:00Z"])
+    assert sections._window_focus(SimpleNamespace(params=both)) == [
+        (pd.Timestamp("2026-03-07 10:05:00"), pd.Timestamp("2026-03-07 10:10:00"))]
+    open_end = report.validate_parameters(EOS, tmp_path, time_window=["2026-03-07T10:05:00Z", None])
+    assert sections._window_focus(SimpleNamespace(params=open_end)) is None

@@ -33,6 +33,13 @@ class ReportView:
     notes: list[str] = field(default_factory=list)
     progress: Progress | None = None
     findings_path: Path | None = None  # out_dir/findings.json, every finding (not only those in scope)
+    #: findings of the bundle that the scope (hosts, tasks) leaves out
+    outside: list = field(default_factory=list)
+
+    def scope_text(self) -> str:
+        """The scope in words: ``hosts a, b; tasks 0_1`` (empty for the whole bundle)."""
+        return "; ".join(part for part in (("hosts " + ", ".join(self.hosts)) if self.hosts else "",
+                                           ("tasks " + ", ".join(self.tasks)) if self.tasks else "") if part)
 
     @property
     def timeline(self):
@@ -92,14 +99,21 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> R
             notes.append(f"No process of app_id {params.app_id!r} was found; charts show every host.")
         else:
             hosts = [h for h in (hosts or app_hosts) if h in app_hosts]
+    known_hosts = {f.host for f in analysis.ingest.files} | {e["host"] for e in analysis.ingest.evidence}
+    unknown = [h for h in params.hosts or [] if h not in known_hosts]
+    if unknown:
+        notes.append(f"No host {', '.join(map(repr, unknown))} in this bundle; its hosts: "
+                     f"{', '.join(sorted(known_hosts)) or 'none'}.")
+    outside: list = []
     if hosts or params.tasks:
+        outside = [f for f in findings if not _in_scope(f, hosts, params.tasks)]
         findings = [f for f in findings if _in_scope(f, hosts, params.tasks)]
     totals = analysis.ingest.totals
     say(f"analysis done: {totals['files']} files, {totals['lines']} lines, {len(findings)} findings "
         f"in {time.monotonic() - t0:.1f} s")
     return ReportView(params=params, analysis=analysis, findings=findings, hosts=hosts, tasks=params.tasks,
                       started=inv.started, seconds=time.monotonic() - t0, notes=notes, progress=say,
-                      findings_path=inv.findings_path)
+                      findings_path=inv.findings_path, outside=outside)
 
 
 def _in_scope(finding, hosts: list[str] | None, tasks: list[str] | None) -> bool:

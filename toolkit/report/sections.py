@@ -75,11 +75,14 @@ def _impact_text(finding) -> str:
 _NOTHING_READ_COLOUR = "#616161"
 
 
-def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, Any] | None = None) -> str:
+def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, Any] | None = None,
+                 outside: Sequence = (), scope: str = "") -> str:
     """The first screen: the top finding as a headline, then every finding ranked in one line each.
 
     ``readability`` (:meth:`toolkit.ingest.IngestReport.readability`): a bundle with nothing the detectors could
-    read gets a verdict that says so (never the green "no known incident pattern found"); with findings, a note."""
+    read gets a verdict that says so (never the green "no known incident pattern found"); with findings, a note.
+    ``outside``: the findings the report's scope (``scope``: its hosts and tasks, in words) leaves out; with none
+    inside, the verdict says where they are instead of an all-clear."""
     head = f"<h1 style='margin-bottom:0.2em'>Incident report: {html.escape(bundle_name)}</h1>"
     unread = (readability or {}).get("message") if (readability or {}).get("status", "ok") != "ok" else None
     if not findings and unread:
@@ -90,6 +93,17 @@ def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, An
                        + ("collect the pods' logs (and state) again." if readability.get("status") == "empty" else
                           "the logs are in a layout the toolkit does not know; the ingest problems below show "
                           "their first lines.") + "</p></div>")
+    raised = [f for f in outside if f.severity in ("critical", "warning")]
+    if not findings and raised:
+        worst = next((f for f in raised if f.severity == "critical"), raised[0])
+        colour = _SEVERITY_COLOUR.get(worst.severity, "#333")
+        listed = "".join(f"<li>{html.escape(f.severity)}: {html.escape(f.title)}</li>" for f in raised[:8])
+        return head + (f"<div class='verdict-out-of-scope' style='border-left:8px solid {colour};padding:0.6em 1em;"
+                       "background:#fdf6ec'>"
+                       f"<h2 style='margin:0'>Verdict: nothing in this report's scope ({html.escape(scope)}); "
+                       f"{len(raised)} finding(s) elsewhere in the bundle</h2>"
+                       f"<p>The bundle has findings on other hosts or tasks (all of them are in findings.json):</p>"
+                       f"<ul>{listed}</ul><p>Widen the scope (hosts, tasks) to see them here.</p></div>")
     if not findings:
         return head + ("<div style='border-left:6px solid #2e7d32;padding:0.6em 1em;background:#f1f8f1'>"
                        "<h2 style='margin:0'>Verdict: no known incident pattern found</h2>"
@@ -322,7 +336,8 @@ def show_verdict(inv: ReportView) -> None:
 
     display = _display()
     with section("the verdict", display):
-        display(HTML(verdict_html(inv.findings, inv.params.bundle.name, inv.analysis.ingest.readability())))
+        display(HTML(verdict_html(inv.findings, inv.params.bundle.name, inv.analysis.ingest.readability(),
+                                  outside=inv.outside, scope=inv.scope_text())))
         for note in inv.notes:
             display(HTML(f"<p><i>{html.escape(note)}</i></p>"))
 
@@ -335,11 +350,20 @@ def focus_of(inv: ReportView):
     cached = getattr(inv, "_focus", False)
     if cached is not False:
         return cached
-    focus = None
+    focus = _window_focus(inv)
     if inv.params.time_window is None and inv.params.view == "incident":
         focus = viz.incident_window(inv.findings, inv.frames.process_runs())
     inv._focus = focus  # type: ignore[attr-defined]
     return focus
+
+
+def _window_focus(inv: ReportView) -> list[tuple] | None:
+    """A ``time_window`` with both ends, as the charts' focus: the axis shows that range, not the whole extent of
+    the intervals that overlap it. An open end leaves the axis to the data."""
+    window = inv.params.time_window
+    if window and window[0] is not None and window[1] is not None:
+        return [(pd.Timestamp(window[0]), pd.Timestamp(window[1]))]
+    return None
 
 
 def show_findings(inv: ReportView) -> None:
@@ -368,7 +392,7 @@ def _draw_findings(inv: ReportView, display: Display) -> None:
         if not tasks:
             continue
         focus = (viz.incident_window([f], inv.frames.process_runs(hosts))
-                 if inv.params.time_window is None and inv.params.view == "incident" else None)
+                 if inv.params.time_window is None and inv.params.view == "incident" else _window_focus(inv))
         with section(f"the task chart of finding {rank}", display):
             frame = inv.frames.task_events(tasks, hosts)
             if not frame.empty:
