@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +157,46 @@ def test_a_clock_step_mid_file_keeps_line_order_and_printed_times(ts):
     f = "jumpy/app.log"
     assert [ts[(f, n)].ts for n in (1, 2, 3)] == [utc(2026, 1, 15, 14, 0), utc(2026, 1, 15, 14, 30),
                                                   utc(2026, 1, 15, 13, 35)]
+
+
+#: The first record of the EOS sample's orders-agg-0, which prints Berlin time (with its config dump).
+BERLIN_HEAD = "".join(
+    (Path(__file__).resolve().parent.parent / "sample_logs" / "kafka-eos-stale-checkpoint" / "orders-agg-0" / "app.log")
+    .read_text(encoding="utf-8").splitlines(keepends=True)[:3])
+
+
+def test_the_bundles_own_zones_win_over_the_command_lines(tmp_path):
+    """[hosts.NAME] timezone, else [defaults] timezone, else --timezone, else UTC (docs/time.md)."""
+    def zones(toml: str | None, cli_zone: str | None) -> dict[str, str]:
+        root = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
+        for host in ("own", "plain"):
+            (root / host).mkdir(parents=True)
+            (root / host / "app.log").write_text(BERLIN_HEAD)
+        if toml is not None:
+            (root / "bundle.toml").write_text(toml)
+        bundle = open_bundle(root, root.with_name(root.name + "-work"), timezone=cli_zone)
+        return {host: bundle.settings_for(host).timezone for host in ("own", "plain")}
+
+    own = '[hosts.own]\ntimezone = "Asia/Tokyo"\n'
+    assert zones('[defaults]\ntimezone = "Europe/Berlin"\n' + own, "UTC") == {"own": "Asia/Tokyo", "plain": "Europe/Berlin"}
+    assert zones('[defaults]\nclock_offset_ms = 0\n' + own, "America/New_York") == {
+        "own": "Asia/Tokyo", "plain": "America/New_York"}
+    assert zones(None, "America/New_York") == {"own": "America/New_York", "plain": "America/New_York"}
+    assert zones(own, None) == {"own": "Asia/Tokyo", "plain": "UTC"}
+
+
+def test_timezone_flag_does_not_override_the_bundles_default_zone(spark, tmp_path):
+    from toolkit.cli import EXIT_OK, main
+
+    root = tmp_path / "bundle"
+    (root / "orders-agg-0").mkdir(parents=True)
+    (root / "orders-agg-0" / "app.log").write_text(BERLIN_HEAD)
+    (root / "bundle.toml").write_text('[defaults]\ntimezone = "Europe/Berlin"\n')
+    firsts = []
+    for flags in ([], ["--timezone", "UTC"]):
+        out = tmp_path / f"out{len(firsts)}"
+        assert main(["parse", str(root), "--out", str(out), "--quiet", "--no-cache", *flags]) == EXIT_OK
+        (first,) = spark.read.parquet(str(out / "records.parquet")).where("line_no = 1").collect()
+        firsts.append((first.ts_raw, first.ts))
+    # 10:00 in Berlin (UTC+1 in March) is 09:00 UTC, with or without --timezone UTC.
+    assert firsts == [("2026-03-07 10:00:00,000", utc(2026, 3, 7, 9, 0))] * 2

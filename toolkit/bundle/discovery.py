@@ -92,7 +92,8 @@ def open_bundle(
 ) -> Bundle:
     """Discover the evidence in a bundle (directory, archive, or loose files).
 
-    ``timezone`` overrides the default zone for hosts without their own setting in ``bundle.toml``.
+    ``timezone`` (``--timezone``) is the zone of hosts ``bundle.toml`` gives none: a ``[hosts.NAME]`` or
+    ``[defaults]`` timezone wins over it.
     Raises :class:`BundleError` only when the bundle as a whole is unusable (nothing exists at the
     path, invalid ``bundle.toml``); everything else becomes a problem row.
     """

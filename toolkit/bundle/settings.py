@@ -36,7 +36,12 @@ def _host_settings(raw: dict, base: HostSettings, where: str) -> HostSettings:
 
 
 def read_bundle_toml(path: Path, default_timezone: str | None = None) -> dict:
-    """Parse and validate ``bundle.toml``; returns hosts/defaults/app_id/notes."""
+    """Parse and validate ``bundle.toml``; returns hosts/defaults/app_id/notes.
+
+    ``default_timezone`` (``--timezone``) is the zone of hosts the file gives none: a ``[hosts.NAME]``
+    timezone wins, then ``[defaults] timezone``, then it, then UTC. The file describes its own evidence;
+    the command line only fills what it leaves open.
+    """
     base = HostSettings(timezone=_check_zone(default_timezone, "--timezone") if default_timezone else "UTC")
     if not path.is_file():
         return {"defaults": base, "hosts": {}, "app_id": None, "notes": None}
@@ -45,8 +50,6 @@ def read_bundle_toml(path: Path, default_timezone: str | None = None) -> dict:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BundleError(f"{path.name} is not valid TOML: {exc}") from exc
     defaults = _host_settings(data.get("defaults", {}), base, "bundle.toml [defaults]")
-    if default_timezone:  # an explicit command-line zone wins over the file's default
-        defaults = HostSettings(default_timezone, defaults.clock_offset_ms, defaults.date)
     hosts = {
         str(name): _host_settings(raw or {}, defaults, f"bundle.toml [hosts.{name}]")
         for name, raw in (data.get("hosts") or {}).items()
