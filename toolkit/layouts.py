@@ -795,8 +795,9 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
     quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
                .when(wrap_ts.isNotNull(), F.lit("wrapper")).otherwise(F.lit("date_inferred")))
+    # In microseconds, Spark's own precision: wrapper and JSON stamps print them, and they must survive an offset.
     ts = F.when(F.col("clock_offset_ms") != 0,
-                F.timestamp_millis(F.unix_millis(ts) - F.col("clock_offset_ms"))).otherwise(ts)
+                F.timestamp_micros(F.unix_micros(ts) - F.col("clock_offset_ms") * 1000)).otherwise(ts)
     # Named layouts print the level in capitals already: case-map only the others (JSON "level":"info").
     level = F.when(F.col("f_level").isin(*CANONICAL_LEVELS), F.col("f_level")).otherwise(F.upper(F.trim(F.col("f_level"))))
     level = (F.when(level == "WARNING", F.lit("WARN")).when(level.isin("FATAL", "SEVERE"), F.lit("ERROR"))
