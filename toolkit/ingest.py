@@ -21,6 +21,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit import utc
 from toolkit.bundle import Bundle, IngestProblem, open_bundle
+from toolkit.bundle.settings import BUNDLE_TOML, unmatched_host_sections
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache, line_hosts_identity
 from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
 from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, carries_line_hosts, parse_logs
@@ -230,6 +231,10 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
         problems.extend(IngestProblem(f.source, p) for p in summary.problems)
         files.append(summary)
     evidence = [{"path": e.source, "host": e.host, "kind": e.kind} for e in bundle.evidence]
+    # A section applies to a file's own host (its lines without a prefix read with it) and to the hosts
+    # its lines name; one that matches none of them was meant for a host that is not here (or misspelt).
+    hosts = {f.host for f in files} | {h for f in files for h in f.hosts} | {e.host for e in bundle.evidence}
+    problems.extend(unmatched_host_sections(bundle.hosts, hosts))
     return IngestReport(bundle=str(bundle.root), files=files, problems=problems, evidence=evidence)
 
 
@@ -397,6 +402,9 @@ def parse_bundle(
         state_digest = write_state_tables(spark, bundle, out)
     say("checking line accounting")
     report = summarize(bundle, parsed, records, cache, keys)
+    for problem in report.problems:  # settings that were not applied change every time read: say so now
+        if problem.source == BUNDLE_TOML:
+            say(f"{BUNDLE_TOML}: {problem.problem} ({problem.detail})")
     report.file_keys, report.state_digest = derived_inputs, state_digest
     (out / "ingest.json").write_text(json.dumps(report.to_json(), indent=2, default=str), encoding="utf-8")
     return bundle, report, records

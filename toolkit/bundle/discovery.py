@@ -108,6 +108,7 @@ def open_bundle(
     meta = read_bundle_toml(root / "bundle.toml", timezone)
     bundle = Bundle(root=root, work_dir=work, hosts=meta["hosts"], defaults=meta["defaults"],
                     app_id=meta["app_id"], notes=meta["notes"], limits=limits)
+    bundle.problems.extend(meta["problems"])
     extractor = Extractor(limits, bundle.problems)
     for item in items:
         if item.is_dir():
