@@ -453,3 +453,69 @@ def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_r
         "orders-agg-3/previous/app.log": "orders-agg-3",
         "logs/app.log": "unknown-host",  # a generic folder names no host; the file name names none either
     }
+
+
+# --------------------------------------------------------------------------- bundle.toml mistakes
+
+MISTAKEN_TOML = """app_id = "orders-agg"
+[defaults]
+timezon = "Europe/Berlin"
+[hosts.orders-agg-0]
+timezone = "UTC"
+clock_ofset_ms = 1250
+[hosts.orders-agg-4]
+clock_offset_ms = 500
+[hosts.podz]
+timezone = "Europe/Berlin"
+"""
+
+
+def test_bundle_toml_mistakes_are_named_and_the_run_goes_on(spark, tmp_path):
+    root = tmp_path / "bundle"
+    for host in ("orders-agg-0", "podZ"):
+        (root / host).mkdir(parents=True)
+        (root / host / "app.log").write_text(KAFKA_CFG + KAFKA_LINES)
+    (root / "kubectl.log").write_text(KUBECTL)  # orders-agg-4 is a host only through its line prefix
+    (root / "bundle.toml").write_text(MISTAKEN_TOML)
+    said: list[str] = []
+    _, report, records = parse_bundle(spark, root, tmp_path / "out", progress=said.append)
+
+    rows = [(p.problem, p.detail) for p in report.problems if p.source == "bundle.toml"]
+    assert rows == [
+        ("unknown key 'timezon' in [defaults], ignored",
+         "did you mean 'timezone'? Keys of [defaults]: timezone, clock_offset_ms, date"),
+        ("unknown key 'clock_ofset_ms' in [hosts.orders-agg-0], ignored",
+         "did you mean 'clock_offset_ms'? Keys of [hosts.orders-agg-0]: timezone, clock_offset_ms, date"),
+        ("[hosts.podz] matches no host of the bundle, its settings are not applied",
+         "host names match exactly, case included: did you mean [hosts.podZ]? "
+         "Hosts: orders-agg-0, orders-agg-4, podZ, unknown-host"),  # kubectl.log lies in no host folder
+    ]
+    for problem, detail in rows:  # said on the console too
+        assert f"bundle.toml: {problem} ({detail})" in said
+    written = json.loads((tmp_path / "out" / "ingest.json").read_text())
+    assert [(p["problem"], p["detail"]) for p in written["problems"] if p["source"] == "bundle.toml"] == rows
+
+    # The run went on, with what the file said right: podZ is not read in Berlin time, orders-agg-0 not offset.
+    first = {r.source: r.ts for r in records.where("line_no = 1").collect()}
+    assert first == {"orders-agg-0/app.log": _utc(2026, 3, 7, 14, 2, 10, 1000),
+                     "podZ/app.log": _utc(2026, 3, 7, 14, 2, 10, 1000),
+                     "kubectl.log": _utc(2026, 3, 7, 14, 2, 10, 908512)}  # orders-agg-4's clock: 0.5 s fast
+
+
+def test_bundle_toml_keys_in_the_wrong_place_or_dotted_host_names_are_explained(tmp_path):
+    from toolkit.bundle import read_bundle_toml
+
+    (tmp_path / "bundle.toml").write_text(
+        'timezone = "Europe/Berlin"\n[defaults]\napp_id = "orders-agg"\n'
+        '[hosts.orders-agg-0.pods.svc]\ntimezone = "UTC"\n')
+    meta = read_bundle_toml(tmp_path / "bundle.toml")
+    assert [(p.problem, p.detail) for p in meta["problems"]] == [
+        ("unknown key 'timezone' at the top of bundle.toml, ignored",
+         "host settings go in [defaults] or [hosts.NAME]"),
+        ("unknown key 'app_id' in [defaults], ignored", "app_id goes at the top of bundle.toml"),
+        ("unknown key 'pods' in [hosts.orders-agg-0], ignored",
+         'a host name with dots needs quotes: [hosts."orders-agg-0.pods.svc"]'),
+    ]
+    (tmp_path / "bundle.toml").write_text('[hosts]\norders-agg-0 = "Europe/Berlin"\n')
+    with pytest.raises(BundleError, match=r"\[hosts.orders-agg-0\] must be a table"):
+        read_bundle_toml(tmp_path / "bundle.toml")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from toolkit.bundle import open_bundle
 from toolkit.ingest import parse_bundle
 
+REPO = Path(__file__).resolve().parent.parent
 QUICK = "{} INFO  org.apache.kafka.streams.processor.internals.StreamThread                  - stream-thread [wc-StreamThread-1] {}\n"
 KAFKA = "[{}] INFO stream-thread [a-StreamThread-1] {} (org.apache.kafka.streams.processor.internals.StreamThread)\n"
 STACK = "java.lang.IllegalStateException: boom\n\tat org.apache.kafka.streams.KafkaStreams.start(KafkaStreams.java:1)\n"
@@ -89,6 +91,9 @@ def ts(spark, tmp_path_factory):
     write("tokyo/app.log", KAFKA.format("2026-01-15 23:00:00,000", "same instant"))
     write("ahead/app.log", KAFKA.format("2026-01-15 14:01:30,000", "clock 90 s fast"))
     write("behind/app.log", KAFKA.format("2026-01-15 13:59:57,500", "clock 2.5 s slow"))
+    # journalctl -o short-iso-precise before a time-only logback line: the wrapper's stamp, to the microsecond.
+    write("ahead/journal.log", (REPO / "tests" / "bundles" / "alos-reprocessing-2.8.2-journald-logback-info" / "settle-1"
+                                / "journal-settle-1-2.log").read_text(encoding="utf-8").splitlines(keepends=True)[0])
     # A clock that steps back by an hour mid-file (NTP): kept as printed, in line order.
     write("jumpy/app.log", "".join(KAFKA.format(t, m) for t, m in [
         ("2026-01-15 14:00:00,000", "a"), ("2026-01-15 14:30:00,000", "b"), ("2026-01-15 13:35:00,000", "c")]))
@@ -152,7 +157,56 @@ def test_clock_offsets_are_subtracted(ts):
     assert ts[("behind/app.log", 1)].ts == utc(2026, 1, 15, 14, 0)
 
 
+def test_a_clock_offset_keeps_the_microseconds_of_a_stamp(ts):
+    # 14:30:09.450180 printed by a clock 90 s fast (the journal line names settle-1, which has no section:
+    # the file's host's offset applies).
+    assert ts[("ahead/journal.log", 1)].ts == utc(2022, 9, 14, 14, 28, 39, 450180)
+    assert ts[("ahead/journal.log", 1)].ts_quality == "wrapper"
+
+
 def test_a_clock_step_mid_file_keeps_line_order_and_printed_times(ts):
     f = "jumpy/app.log"
     assert [ts[(f, n)].ts for n in (1, 2, 3)] == [utc(2026, 1, 15, 14, 0), utc(2026, 1, 15, 14, 30),
                                                   utc(2026, 1, 15, 13, 35)]
+
+
+#: The first record of the EOS sample's orders-agg-0, which prints Berlin time (with its config dump).
+BERLIN_HEAD = "".join((REPO / "sample_logs" / "kafka-eos-stale-checkpoint" / "orders-agg-0" / "app.log")
+                      .read_text(encoding="utf-8").splitlines(keepends=True)[:3])
+
+
+def test_the_bundles_own_zones_win_over_the_command_lines(tmp_path):
+    """[hosts.NAME] timezone, else [defaults] timezone, else --timezone, else UTC (docs/time.md)."""
+    def zones(toml: str | None, cli_zone: str | None) -> dict[str, str]:
+        root = tmp_path / f"b{len(list(tmp_path.iterdir()))}"
+        for host in ("own", "plain"):
+            (root / host).mkdir(parents=True)
+            (root / host / "app.log").write_text(BERLIN_HEAD)
+        if toml is not None:
+            (root / "bundle.toml").write_text(toml)
+        bundle = open_bundle(root, root.with_name(root.name + "-work"), timezone=cli_zone)
+        return {host: bundle.settings_for(host).timezone for host in ("own", "plain")}
+
+    own = '[hosts.own]\ntimezone = "Asia/Tokyo"\n'
+    assert zones('[defaults]\ntimezone = "Europe/Berlin"\n' + own, "UTC") == {"own": "Asia/Tokyo", "plain": "Europe/Berlin"}
+    assert zones('[defaults]\nclock_offset_ms = 0\n' + own, "America/New_York") == {
+        "own": "Asia/Tokyo", "plain": "America/New_York"}
+    assert zones(None, "America/New_York") == {"own": "America/New_York", "plain": "America/New_York"}
+    assert zones(own, None) == {"own": "Asia/Tokyo", "plain": "UTC"}
+
+
+def test_timezone_flag_does_not_override_the_bundles_default_zone(spark, tmp_path):
+    from toolkit.cli import EXIT_OK, main
+
+    root = tmp_path / "bundle"
+    (root / "orders-agg-0").mkdir(parents=True)
+    (root / "orders-agg-0" / "app.log").write_text(BERLIN_HEAD)
+    (root / "bundle.toml").write_text('[defaults]\ntimezone = "Europe/Berlin"\n')
+    firsts = []
+    for flags in ([], ["--timezone", "UTC"]):
+        out = tmp_path / f"out{len(firsts)}"
+        assert main(["parse", str(root), "--out", str(out), "--quiet", "--no-cache", *flags]) == EXIT_OK
+        (first,) = spark.read.parquet(str(out / "records.parquet")).where("line_no = 1").collect()
+        firsts.append((first.ts_raw, first.ts))
+    # 10:00 in Berlin (UTC+1 in March) is 09:00 UTC, with or without --timezone UTC.
+    assert firsts == [("2026-03-07 10:00:00,000", utc(2026, 3, 7, 9, 0))] * 2

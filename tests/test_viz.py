@@ -209,8 +209,9 @@ def test_explorer_redraws_without_a_widget_frontend(tiny_timeline, tmp_path):
     from toolkit import report
 
     params = report.validate_parameters(str(tmp_path), tmp_path)
-    analysis = SimpleNamespace(timeline=tiny_timeline,
-                               ingest=SimpleNamespace(files=[SimpleNamespace(host="orders-agg-0")]))
+    # One kubectl --prefix file in no host folder: the Explorer offers the host its lines name.
+    analysis = SimpleNamespace(timeline=tiny_timeline, ingest=SimpleNamespace(
+        files=[SimpleNamespace(host="unknown-host", hosts=["orders-agg-0"])]))
     inv = report.ReportView(params=params, analysis=analysis, findings=[], hosts=None, tasks=None,
                                started=datetime.now(), seconds=0.0)
     explorer = report.Explorer(inv)

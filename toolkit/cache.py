@@ -5,7 +5,9 @@ changes how it parses: its path in the bundle, host, time zone, clock offset and
 the layout catalogue and the toolkit version. Records of all files parsed in one run are written
 once, partitioned by key, under ``<cache>/records/cache_key=<key>/``; a small JSON file per key
 holds the file's layout and line count. A changed or added file gets a new key and is parsed
-alone; the rest is read back from parquet. Tables derived from all records of a bundle (events,
+alone; the rest is read back from parquet. A file whose lines name their host (``kubectl --prefix``,
+docker compose) also depends on the ``bundle.toml`` sections of the hosts it may name: its entry keeps
+their identity (:func:`line_hosts_identity`) and is parsed again when that changes. Tables derived from all records of a bundle (events,
 config dumps, unknown shapes) and the timeline tables (which also depend on the state evidence) are kept
 under ``<cache>/derived/<key>/``, keyed by every file's key and the toolkit's own code, so a second run on an
 unchanged bundle copies them instead of classifying and rebuilding the timeline again.
@@ -167,6 +169,21 @@ class CachedFile:
     lines_read: int
     #: characters in the file's longest line; None when kept by a run that did not measure it
     longest_line: int | None = None
+    #: for a file whose lines name their host: :func:`line_hosts_identity` of the settings it was parsed with
+    line_hosts: str = ""
+
+
+def line_hosts_identity(settings: Sequence[tuple]) -> str:
+    """Identity of the host sections a file whose lines name their host was parsed with
+    (:meth:`toolkit.bundle.Bundle.line_host_settings`); "" when ``bundle.toml`` has none.
+
+    Such a file's records depend on the sections of every host its lines may name, not only on its own
+    host's (which :meth:`ParseCache.key_for` covers): its entry is used only while this is unchanged.
+    """
+    if not settings:
+        return ""
+    text = "\0".join("|".join(str(v) for v in row) for row in settings)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 class ParseCache:
@@ -200,7 +217,7 @@ class ParseCache:
             _mark_used(meta)
             return CachedFile(key, data["source"], data["layout"], tuple(data["wrappers"]),
                               float(data["start_share"]), int(data["lines_read"]),
-                              int(longest) if longest is not None else None)
+                              int(longest) if longest is not None else None, str(data.get("line_hosts", "")))
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -213,7 +230,7 @@ class ParseCache:
             _write_json(self.meta_dir / f"{e.key}.json",
                         {"source": e.source, "layout": e.layout, "wrappers": list(e.wrappers),
                          "start_share": e.start_share, "lines_read": e.lines_read, "longest_line": e.longest_line,
-                         "written": time.time()})
+                         "line_hosts": e.line_hosts, "written": time.time()})
 
     def derived_dir(self, inputs: Sequence[str], stage: str) -> Path:
         """Where the tables of ``stage`` derived from exactly ``inputs`` (file keys, state digest) are kept.

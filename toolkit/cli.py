@@ -113,6 +113,12 @@ def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
     return open_command_bundle(args.bundle, args.out, args.work_dir, args.log_timezone, say)
 
 
+def _hosts_cell(hosts: list[str], shown: int = 3) -> str:
+    """A file's hosts in one table cell: a prefixed file (kubectl --prefix, compose) may carry dozens."""
+    more = f" +{len(hosts) - shown}" if len(hosts) > shown else ""
+    return ", ".join(hosts[:shown]) + more
+
+
 def cmd_parse(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
@@ -126,8 +132,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     report, events = parsed.ingest, parsed.events
     by_event = events.groupBy("event").count().orderBy(F.desc("count")).limit(12).collect()
     shapes = spark.read.parquet(str((Path(args.out) / "unknown_shapes.parquet").resolve())).limit(5).collect()
-    rows = [[f.path, f.host, f.layout or "(unknown)", f.lines, f.records, f.continuation, f.unparsed]
-            for f in report.files]
+    rows = [[f.path, _hosts_cell(f.hosts or [f.host]), f.layout or "(unknown)", f.lines, f.records, f.continuation,
+             f.unparsed] for f in report.files]
     print(_table(rows, ["file", "host", "layout", "lines", "records", "cont.", "unparsed"]))
     t = report.totals
     print(f"\n{t['files']} files, {t['lines']} lines: {t['records']} records, "

@@ -21,9 +21,10 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit import utc
 from toolkit.bundle import Bundle, IngestProblem, mark_output_dir, open_bundle
-from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache
+from toolkit.bundle.settings import BUNDLE_TOML, unmatched_host_sections
+from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache, line_hosts_identity
 from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
-from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, parse_logs
+from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, carries_line_hosts, parse_logs
 from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
 from toolkit.schemas import UNPARSED
 from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
@@ -42,9 +43,12 @@ class FileSummary:
     """Line accounting for one log file."""
 
     path: str
+    #: the file's host (its folder, archive or name); lines whose prefix names a host belong to that host
     host: str
     layout: str | None
     wrappers: list[str]
+    #: the hosts of the file's records, sorted: the file's host, or the hosts its line prefixes named
+    hosts: list[str] = field(default_factory=list)
     lines: int = 0
     records: int = 0
     continuation: int = 0
@@ -67,7 +71,8 @@ class IngestReport:
     files: list[FileSummary]
     problems: list[IngestProblem]
     evidence: list[dict]
-    #: parse-cache keys of the log files, when a cache was used (they name the records for derived tables)
+    #: parse-cache keys of the log files, when a cache was used (they name the records for derived tables); a
+    #: file whose lines name their host adds the identity of the host sections it was read with
     file_keys: list[str] = field(default_factory=list)
     #: identity of the state facts read (see :meth:`toolkit.state.StateRows.digest`); "" without state evidence
     state_digest: str = ""
@@ -125,7 +130,7 @@ def _iso(ts: Any) -> str | None:
 
 #: The accounting figures of a file none of whose lines became a record (an empty file).
 NO_RECORDS = {"records": 0, "continuation": 0, "unparsed": 0, "bad_utf8_lines": 0, "nul_lines": 0,
-              "first_ts": None, "last_ts": None, "examples": []}
+              "first_ts": None, "last_ts": None, "examples": [], "hosts": []}
 
 #: Figures counted on the raw lines by the parse's first pass (``ParsedLogs.line_counts``).
 LINE_CHECKS = ("bad_utf8_lines", "nul_lines")
@@ -155,6 +160,8 @@ def record_figures(records: DataFrame, text_checks: bool = False) -> dict[str, d
         *checks,
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
+        # A file whose lines name their host (kubectl --prefix, compose) holds several: a handful per file.
+        F.sort_array(F.collect_set("host")).alias("hosts"),
     )
     figures = {}
     for row in utc.collect(per_file):
@@ -187,7 +194,10 @@ def _line_checks(*candidates: Mapping[str, Any] | None) -> dict[str, int] | None
 
 
 def _with_line_checks(kept: dict | None) -> dict | None:
-    """Accounting kept by an earlier version named its text checks ``bad_utf8`` and ``nul_records``."""
+    """Accounting kept by an earlier version named its text checks ``bad_utf8`` and ``nul_records``, and kept
+    no ``hosts``: that is aggregated again (None), since a prefixed file's records name other hosts than its own."""
+    if kept is not None and "hosts" not in kept:
+        return None
     if kept is not None and "bad_utf8" in kept and "bad_utf8_lines" not in kept:
         kept = {**kept, "bad_utf8_lines": kept.pop("bad_utf8"), "nul_lines": kept.pop("nul_records", 0)}
     return kept
@@ -231,6 +241,7 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
             host=f.host,
             layout=det.layout if det else None,
             wrappers=list(det.wrappers) if det else [],
+            hosts=list(s.get("hosts") or [f.host]),  # a file without records: the host it was given
             lines=int(s.get("lines_read") or 0),
             records=int(s.get("records") or 0),
             continuation=int(s.get("continuation") or 0),
@@ -261,6 +272,10 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
         problems.extend(IngestProblem(f.source, problem, detail) for problem, detail in found)
         files.append(summary)
     evidence = [{"path": e.source, "host": e.host, "kind": e.kind} for e in bundle.evidence]
+    # A section applies to a file's own host (its lines without a prefix read with it) and to the hosts
+    # its lines name; one that matches none of them was meant for a host that is not here (or misspelt).
+    hosts = {f.host for f in files} | {h for f in files for h in f.hosts} | {e.host for e in bundle.evidence}
+    problems.extend(unmatched_host_sections(bundle.hosts, hosts))
     return IngestReport(bundle=str(bundle.root), files=files, problems=problems, evidence=evidence)
 
 
@@ -268,16 +283,23 @@ Progress = Callable[[str], None]
 
 
 def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, say: Progress,
-                      redact: bool = True) -> tuple[ParsedLogs, dict[str, str]]:
+                      redact: bool = True) -> tuple[ParsedLogs, dict[str, str], list[str]]:
     """Parse only files the cache has not seen; read everything else back from the cache.
 
-    Returns the parsed logs and every file's cache key (by source).
+    Returns the parsed logs, every file's cache key (by source) and what the tables derived from the
+    records are keyed by (:attr:`IngestReport.file_keys`): the keys, each joined by the identity of the host
+    sections its file was read with when the file's lines name their host.
     """
     # hashlib releases the GIL while it hashes: files are read and hashed on every core at once.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="hash-log") as pool:
         keys = dict(zip((f.source for f in bundle.logs),
                         pool.map(lambda f: cache.key_for(f, bundle.settings_for(f.host), redact=redact), bundle.logs)))
+    line_hosts = {f.source: line_hosts_identity(bundle.line_host_settings(f)) for f in bundle.logs}
     known = {src: cache.lookup(key) for src, key in keys.items()}
+    for src, entry in known.items():
+        # A file whose lines name their host was parsed with the sections of the hosts it may name.
+        if entry is not None and carries_line_hosts(entry.wrappers) and entry.line_hosts != line_hosts[src]:
+            known[src] = None
     misses = [f for f in bundle.logs if known[f.source] is None]
     # Records read back from the cache carry their file's longest line (unknown for an entry without it,
     # which only a damaged cache has: taken as long); files parsed now are measured by their first pass.
@@ -307,7 +329,8 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
             det = parsed.detections[f.source]
             figures = counts.get(f.source, {})
             fresh.append(CachedFile(keys[f.source], f.source, det.layout, det.wrappers, det.start_share,
-                                    int(figures.get("lines_read") or 0), int(figures.get("longest_line") or 0)))
+                                    int(figures.get("lines_read") or 0), int(figures.get("longest_line") or 0),
+                                    line_hosts[f.source] if carries_line_hosts(det.wrappers) else ""))
         cache.remember(fresh)
         known.update({e.source: e for e in fresh})
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
@@ -323,7 +346,8 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         spark, [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS], e.longest_line)
          for e in known.values()], LINE_COUNT_SCHEMA)
     detections = {e.source: Detection(e.layout, e.wrappers, e.start_share) for e in known.values()}
-    return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys
+    derived_inputs = sorted(f"{e.key}:{e.line_hosts}" if e.line_hosts else e.key for e in known.values())
+    return ParsedLogs(records=records, line_counts=line_counts, detections=detections), keys, derived_inputs
 
 
 #: Tables written at once. Writing a small table is mostly driver work (planning, code generation,
@@ -400,7 +424,7 @@ def parse_bundle(
         bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone, out_dir=out)
     if bundle.skipped_folders:
         say(f"not read as evidence, folders stream-incident wrote: {', '.join(bundle.skipped_folders)}")
-    parsed, keys = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, {})
+    parsed, keys, derived_inputs = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, {}, [])
     file_keys = sorted(keys.values())
     if parsed is None:
         say(f"parsing {len(bundle.logs)} log files ({sum(f.size for f in bundle.logs) / 1e6:.1f} MB) on Spark")
@@ -420,6 +444,9 @@ def parse_bundle(
         state_digest = write_state_tables(spark, bundle, out)
     say("checking line accounting")
     report = summarize(bundle, parsed, records, cache, keys)
-    report.file_keys, report.state_digest = file_keys, state_digest
+    for problem in report.problems:  # settings that were not applied change every time read: say so now
+        if problem.source == BUNDLE_TOML:
+            say(f"{BUNDLE_TOML}: {problem.problem} ({problem.detail})")
+    report.file_keys, report.state_digest = derived_inputs, state_digest
     (out / "ingest.json").write_text(json.dumps(report.to_json(), indent=2, default=str), encoding="utf-8")
     return bundle, report, records

@@ -18,13 +18,11 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote
-from zoneinfo import ZoneInfo
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -348,20 +346,47 @@ def _file_table(spark: SparkSession, bundle: Bundle, files: list[LogFile],
     rows = []
     for f in files:
         settings = bundle.settings_for(f.host)
-        day = settings.date
-        if day is None:  # time-only layouts: fall back to the file's modification date in the host zone
-            mtime = datetime.fromtimestamp(f.local_path.stat().st_mtime, tz=timezone.utc)
-            day = mtime.astimezone(ZoneInfo(settings.timezone)).date().isoformat()
+        # Time-only layouts: the host's date, else the file's modification date in the host zone.
+        day, date_from = settings.borrowed_date(f.local_path.stat().st_mtime)
         det = detections[f.source]
         rows.append((str(f.local_path.resolve()), f.source, f.host, settings.timezone,
-                     int(settings.clock_offset_ms), day, "config" if settings.date else "mtime",
-                     det.layout, _chain_id(det.wrappers)))
+                     int(settings.clock_offset_ms), day, date_from, det.layout, _chain_id(det.wrappers)))
     return utc.create_frame(
         spark,
         rows,
         "file_key string, source string, file_host string, tz string, clock_offset_ms long, "
         "file_date string, date_from string, layout_id string, chain_id string",
     )
+
+
+#: Per-line settings of hosts named by a line prefix: they replace the file's settings of the same name.
+LINE_HOST_SETTINGS = {"tz": "_line_tz", "clock_offset_ms": "_line_clock_offset_ms", "file_date": "_line_date",
+                      "date_from": "_line_date_from"}
+
+
+def carries_line_hosts(wrappers: tuple[str, ...], cat: Catalogue | None = None) -> bool:
+    """Whether a wrapper chain names each line's host (kubectl --prefix, compose, stern, journald)."""
+    cat = cat or load_layouts()
+    return any("wrap_host" in cat.wrappers[w].regex.groupindex for w in wrappers if w in cat.wrappers)
+
+
+def _line_host_table(spark: SparkSession, bundle: Bundle, files: list[LogFile], detections: dict[str, Detection],
+                     cat: Catalogue) -> DataFrame | None:
+    """One row per (file whose lines name their host, host with its own ``bundle.toml`` section): the
+    settings a line of that file takes when its prefix names that host. None when no file needs one.
+
+    A small table (prefixed files times host sections), looked up per line by a broadcast join: a prefixed
+    file often holds every pod of a bundle, and each pod's zone, clock offset and date must apply to its lines.
+    """
+    rows = [(str(f.local_path.resolve()), *settings)
+            for f in files if carries_line_hosts(detections[f.source].wrappers, cat)
+            for settings in bundle.line_host_settings(f)]
+    if not rows:
+        return None
+    return utc.create_frame(
+        spark, rows,
+        "file_key string, wrap_host string, _line_tz string, _line_clock_offset_ms long, _line_date string, "
+        "_line_date_from string")
 
 
 def _chain_id(chain: tuple[str, ...]) -> str:
@@ -714,8 +739,11 @@ def _line_columns(lines: DataFrame, layouts: list[Layout], generic: Layout) -> D
 
 def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: list[str],
                layouts: list[Layout], chains: list[tuple[str, ...]], redact: bool = True,
-               raw: DataFrame | None = None, splits: list | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
+               raw: DataFrame | None = None, splits: list | None = None,
+               line_hosts: DataFrame | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
     """Parse every text file in one Spark plan; per-file layout choices become CASE branches.
+
+    ``line_hosts``: the settings of hosts that line prefixes name (:func:`_line_host_table`), if any.
 
     Returns (records, line counts, the persisted per-line table to release once records are written).
     """
@@ -739,6 +767,12 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         _case(chain, {k: v[1] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_host"),
         _case(chain, {k: v[2] for k, v in stripped.items()}, F.lit(None).cast("string")).alias("wrap_ts"),
     )
+    if line_hosts is not None:
+        # A line whose prefix names a host with its own section is read with that host's settings; a line
+        # with no prefix, or naming a host without a section, keeps its file's.
+        lines = lines.join(F.broadcast(line_hosts), ["file_key", "wrap_host"], "left")
+        lines = lines.withColumns({name: F.coalesce(F.col(own), F.col(name)) for name, own in LINE_HOST_SETTINGS.items()}
+                                  ).drop(*LINE_HOST_SETTINGS.values())
     layout_id = F.col("layout_id")
     generic = cat.generic
     lines = _line_columns(lines, layouts, generic)
@@ -761,8 +795,9 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
     ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
     quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
                .when(wrap_ts.isNotNull(), F.lit("wrapper")).otherwise(F.lit("date_inferred")))
+    # In microseconds, Spark's own precision: wrapper and JSON stamps print them, and they must survive an offset.
     ts = F.when(F.col("clock_offset_ms") != 0,
-                F.timestamp_millis(F.unix_millis(ts) - F.col("clock_offset_ms"))).otherwise(ts)
+                F.timestamp_micros(F.unix_micros(ts) - F.col("clock_offset_ms") * 1000)).otherwise(ts)
     # Named layouts print the level in capitals already: case-map only the others (JSON "level":"info").
     level = F.when(F.col("f_level").isin(*CANONICAL_LEVELS), F.col("f_level")).otherwise(F.upper(F.trim(F.col("f_level"))))
     level = (F.when(level == "WARNING", F.lit("WARN")).when(level.isin("FATAL", "SEVERE"), F.lit("ERROR"))
@@ -877,35 +912,37 @@ def _line_before_chunks(per_line: DataFrame) -> DataFrame:
 
 
 def _roll_over_midnight(starts: DataFrame) -> DataFrame:
-    """Time-only layouts: move records after a midnight to the next day(s), per file, in line order.
+    """Time-only layouts: move records after a midnight to the next day(s), per file and host, in line order.
 
-    The borrowed date (``bundle.toml`` ``date``) is the date of the file's first record; each step
-    back of more than 12 h in the time of day starts a new day. When the date came from the file's
+    The borrowed date (``bundle.toml`` ``date``) is the date of the host's first record in the file; each
+    step back of more than 12 h in the time of day starts a new day. When the date came from the file's
     modification time it is the date of the LAST record, so the days are counted back from there.
-    Only ``date_inferred`` records take part. The windows run per chunk of lines; the time before a
-    chunk's first record and the days rolled in earlier chunks come from one small row per chunk.
+    Only ``date_inferred`` records take part. Each host of a file whose lines name their host counts its
+    own days: its zone and date may differ from the other hosts' it alternates with. The windows run per
+    chunk of lines; the time before a chunk's first record and the days rolled in earlier chunks come
+    from one small row per chunk.
     """
     inferred = F.col("ts_quality") == "date_inferred"
     starts = starts.withColumn("_chunk", _chunk_of_line())
-    chunks = Window.partitionBy("file_key").orderBy("_chunk")
-    last_time = starts.where(inferred).groupBy("file_key", "_chunk").agg(F.max_by("ts", "line_no").alias("_last_ts"))
-    last_time = last_time.select("file_key", "_chunk", F.last("_last_ts").over(
+    chunks = Window.partitionBy("file_key", "host").orderBy("_chunk")
+    last_time = starts.where(inferred).groupBy("file_key", "host", "_chunk").agg(F.max_by("ts", "line_no").alias("_last_ts"))
+    last_time = last_time.select("file_key", "host", "_chunk", F.last("_last_ts").over(
         chunks.rowsBetween(Window.unboundedPreceding, -1)).alias("_ts_before"))
-    starts = starts.join(F.broadcast(last_time), ["file_key", "_chunk"], "left")
+    starts = starts.join(F.broadcast(last_time), ["file_key", "host", "_chunk"], "left")
 
-    by_line = Window.partitionBy("file_key", "_chunk").orderBy("line_no")
+    by_line = Window.partitionBy("file_key", "host", "_chunk").orderBy("line_no")
     prev = F.coalesce(F.last(F.when(inferred, F.col("ts")), ignorenulls=True).over(
         by_line.rowsBetween(Window.unboundedPreceding, -1)), F.col("_ts_before"))
     backstep = inferred & ((F.unix_micros(prev) - F.unix_micros(F.col("ts"))) > ROLLOVER_BACKSTEP_H * 3_600_000_000)
     flag = F.coalesce(backstep, F.lit(False)).cast("int")
     starts = starts.withColumn("_rolls", flag)
     starts = starts.withColumn("_days", F.sum("_rolls").over(by_line.rowsBetween(Window.unboundedPreceding, 0)))
-    rolls = starts.groupBy("file_key", "_chunk").agg(F.sum("_rolls").alias("_chunk_rolls")).select(
-        "file_key", "_chunk",
+    rolls = starts.groupBy("file_key", "host", "_chunk").agg(F.sum("_rolls").alias("_chunk_rolls")).select(
+        "file_key", "host", "_chunk",
         F.coalesce(F.sum("_chunk_rolls").over(chunks.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
         .alias("_rolls_before"),
-        F.sum("_chunk_rolls").over(Window.partitionBy("file_key")).alias("_rolls_total"))
-    starts = starts.join(F.broadcast(rolls), ["file_key", "_chunk"], "left")
+        F.sum("_chunk_rolls").over(Window.partitionBy("file_key", "host")).alias("_rolls_total"))
+    starts = starts.join(F.broadcast(rolls), ["file_key", "host", "_chunk"], "left")
     days = F.col("_days") + F.col("_rolls_before")
     days = F.when(F.col("date_from") == "mtime", days - F.col("_rolls_total")).otherwise(days)
     local = F.from_utc_timestamp(F.col("ts"), F.col("tz"))
@@ -972,10 +1009,12 @@ def parse_logs(spark: SparkSession, bundle: Bundle, cat: Catalogue | None = None
         counts = utc.create_frame(spark, zero, LINE_COUNT_SCHEMA) if zero else empty
         return ParsedLogs(utc.create_frame(spark, [], RECORD_SCHEMA), counts, detections)
     files = _file_table(spark, bundle, readable, detections)
+    line_hosts = _line_host_table(spark, bundle, readable, detections, cat)
     used_layouts = [l for l in cat.layouts if any(d.layout == l.id for d in detections.values())]
     used_chains = sorted({d.wrappers for d in detections.values()})
     paths = [str(f.local_path.resolve()) for f in readable]
-    records, counts, per_line = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact, raw, splits)
+    records, counts, per_line = _parse_all(spark, cat, files, paths, used_layouts, used_chains, redact, raw, splits,
+                                           line_hosts)
     line_counts = counts.join(F.broadcast(files.select("file_key", "source")), "file_key").select(
         "source", "lines_read", "bad_utf8_lines", "nul_lines", "longest_line")
     zero = [(f.source, 0, 0, 0, 0) for f in logs if not f.size]

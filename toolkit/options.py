@@ -18,7 +18,8 @@ from typing import Any, Iterable
 class AnalysisOptions:
     """Everything that changes what the pipeline computes (not where charts are drawn or how fast).
 
-    * ``log_timezone`` — IANA zone for hosts that name none in ``bundle.toml`` (default UTC);
+    * ``log_timezone`` — IANA zone for hosts ``bundle.toml`` gives no zone (neither its ``[hosts.NAME]`` nor its
+      ``[defaults]`` timezone, which both win); default UTC;
     * ``work_dir`` — where archives are extracted (default ``OUT/work``);
     * ``use_cache`` / ``cache_dir`` — the parse cache (default on, ``$STREAM_INCIDENT_CACHE`` or
       ``~/.cache/stream-incident``);
@@ -78,7 +79,8 @@ def add_analysis_arguments(parser: argparse.ArgumentParser, *, timezone_flags: t
     and takes the log zone as ``--log-timezone`` (accepted by every command).
     """
     parser.add_argument(*timezone_flags, "--log-timezone", dest="log_timezone", metavar="ZONE",
-                        help="IANA zone for hosts without one in bundle.toml (default UTC)")
+                        help="IANA zone of timestamps printed without an offset, for hosts that bundle.toml gives no zone "
+                             "(its [hosts.NAME] and [defaults] timezone win; default UTC)")
     parser.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
     parser.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
     parser.add_argument("--cache-dir",

@@ -17,6 +17,9 @@ Optional ``bundle.toml`` at the bundle root::
     clock_offset_ms = 0           # this host's clock minus true time; subtracted from its timestamps
     date = "2026-03-07"           # for layouts that print a time without a date
 
+A key the toolkit does not read and a ``[hosts.NAME]`` section that matches no host (names match
+exactly, case included) are problem rows, not errors (:mod:`~toolkit.bundle.settings`).
+
 The package, by job: :mod:`~toolkit.bundle.model` (what an opened bundle holds),
 :mod:`~toolkit.bundle.settings` (``bundle.toml``, host attribution), :mod:`~toolkit.bundle.files`
 (rotated names, Spark-safe names, binary content), :mod:`~toolkit.bundle.archives` (the member

@@ -169,7 +169,8 @@ def open_bundle(
 ) -> Bundle:
     """Discover the evidence in a bundle (directory, archive, or loose files).
 
-    ``timezone`` overrides the default zone for hosts without their own setting in ``bundle.toml``.
+    ``timezone`` (``--timezone``) is the zone of hosts ``bundle.toml`` gives none: a ``[hosts.NAME]`` or
+    ``[defaults]`` timezone wins over it.
     ``out_dir``: the running command's output folder, never read as evidence (nor is ``work_dir``, nor
     any folder an earlier run wrote: :func:`own_folder`); each such folder inside the bundle is a
     problem row that says it was skipped.
@@ -187,6 +188,7 @@ def open_bundle(
     meta = read_bundle_toml(root / "bundle.toml", timezone)
     bundle = Bundle(root=root, work_dir=work, hosts=meta["hosts"], defaults=meta["defaults"],
                     app_id=meta["app_id"], notes=meta["notes"], limits=limits, inputs=items)
+    bundle.problems.extend(meta["problems"])
     extractor = Extractor(limits, bundle.problems)
     this_run = frozenset(p.resolve() for p in (work, Path(out_dir) if out_dir else None) if p is not None)
     for item in items:

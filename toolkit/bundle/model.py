@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 #: Files at the bundle root that describe the bundle rather than evidence.
 BUNDLE_META_FILES = {"bundle.toml", "README.md", "EXPECTED.json", "README.txt"}
@@ -28,6 +30,14 @@ class HostSettings:
     timezone: str = "UTC"
     clock_offset_ms: int = 0
     date: str | None = None
+
+    def borrowed_date(self, mtime: float) -> tuple[str, str]:
+        """The date a time-only layout borrows and where it comes from: ``date`` (``"config"``), else the day
+        of ``mtime`` (a file's modification time, epoch seconds) in this zone (``"mtime"``)."""
+        if self.date is not None:
+            return self.date, "config"
+        modified = datetime.fromtimestamp(mtime, tz=timezone.utc).astimezone(ZoneInfo(self.timezone))
+        return modified.date().isoformat(), "mtime"
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,19 @@ class Bundle:
     def settings_for(self, host: str) -> HostSettings:
         """Host settings, falling back to the bundle defaults."""
         return self.hosts.get(host, self.defaults)
+
+    def line_host_settings(self, log: LogFile) -> list[tuple[str, str, int, str, str]]:
+        """For a file whose lines name their host (a ``kubectl --prefix`` or compose prefix): each host with
+        its own section, as (host, zone, clock offset, borrowed date, where the date comes from), sorted.
+
+        A line whose prefix names one of these hosts is read with that host's settings; any other line with
+        the file's. Empty when ``bundle.toml`` has no host sections.
+        """
+        if not self.hosts:
+            return []
+        mtime = log.local_path.stat().st_mtime
+        return [(name, s.timezone, int(s.clock_offset_ms), *s.borrowed_date(mtime))
+                for name, s in sorted(self.hosts.items())]
 
     def host_names(self) -> list[str]:
         """All hosts seen in logs or evidence, sorted."""

@@ -54,7 +54,7 @@ class ReportParameters:
                 ("chart time zone", self.timezone), ("charts", self.charts),
                 ("chart time range", "the incident (zoom out for the rest)" if self.view == "incident" and not self.time_window
                  else "time_window" if self.time_window else "the whole log"),
-                ("log time zone (hosts without one in bundle.toml)", self.options.log_timezone or "UTC"),
+                ("log time zone (hosts bundle.toml gives no zone, in [hosts.NAME] or [defaults])", self.options.log_timezone or "UTC"),
                 ("parse cache", "on" if self.options.use_cache else "off"),
                 ("redaction of records", "on" if self.options.redact else "off"),
                 ("detectors", ", ".join(self.options.detectors) if self.options.detectors else "all")]

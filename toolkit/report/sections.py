@@ -163,7 +163,7 @@ def provenance_table(inv: ReportView) -> pd.DataFrame:
             ("analysis time", f"{inv.seconds:.0f} s"),
             ("files / lines", f"{totals['files']} files, {totals['lines']} lines "
                               f"({totals['records']} records, {totals['unparsed']} unparsed)"),
-            ("hosts in bundle", ", ".join(sorted({f.host for f in inv.analysis.ingest.files})) or "none"),
+            ("hosts in bundle", ", ".join(sorted({h for f in inv.analysis.ingest.files for h in f.hosts or [f.host]})) or "none"),
             ("ingest problems", str(totals["problems"])),
             ("state evidence items", str(len(inv.analysis.ingest.evidence)))]
     return pd.concat([pd.DataFrame(rows, columns=["parameter", "value"]), inv.params.as_table()], ignore_index=True)
