@@ -536,3 +536,13 @@ def test_charts_open_on_a_time_window_given_with_both_ends(tmp_path):
         (pd.Timestamp("2026-03-07 10:05:00"), pd.Timestamp("2026-03-07 10:10:00"))]
     open_end = report.validate_parameters(EOS, tmp_path, time_window=["2026-03-07T10:05:00Z", None])
     assert sections._window_focus(SimpleNamespace(params=open_end)) is None
+
+
+def test_report_tables_show_whole_numbers_as_integers_and_missing_values_as_nothing():
+    """The appendix printed ``line_no`` as 230.000000 and nan: a missing value had made the column float."""
+    from toolkit.report import sections
+
+    table = pd.DataFrame({"line_no": [230.0, None], "offset_ms": [1.5, 2.0], "text": ["a", "b"]})
+    page = sections._table_style(table).to_html()
+    assert ">230<" in page and "230.0" not in page and "nan" not in page
+    assert ">1.500000<" in page  # a real fraction keeps its digits

@@ -947,7 +947,8 @@ def offset_chart(offsets: pd.DataFrame, tz: str = "UTC",
     y = alt.Y("row:N", title=None, axis=alt.Axis(labelLimit=140),
               sort=alt.EncodingSortField("row_order", order="ascending"))
     x = alt.X("offset:Q", title="changelog offset", scale=alt.Scale(zero=False, nice=False),
-              axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True))
+              # Offsets are whole numbers: no tick between two of them (a short range repeated its labels).
+              axis=alt.Axis(format=",d", labelOverlap=True, labelFlush=True, tickMinStep=1))
     layers = []
     if gaps:
         layers.append(_by_host(alt.Chart(pd.DataFrame(gaps)).mark_bar(height=5, yOffset=6).encode(

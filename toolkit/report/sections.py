@@ -126,7 +126,8 @@ def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, An
     if where:
         parts.append(f"<p><b>Where:</b> {html.escape(where)}</p>")
     if top.known_bugs:
-        parts.append(f"<p><b>Known bugs:</b> {html.escape('; '.join(top.known_bugs))}</p>")
+        # Each is a sentence of its own, full stop included.
+        parts.append(f"<p><b>Known bugs:</b> {html.escape(' '.join(top.known_bugs))}</p>")
     parts.append(f"<p><b>Playbook:</b> {playbook_link(top)} · detector <code>{html.escape(top.detector)}</code></p>")
     if unread:
         parts.append(f"<p class='verdict-nothing-read'><b>Note:</b> {html.escape(unread)}.</p>")
@@ -385,7 +386,7 @@ def _draw_findings(inv: ReportView, display: Display) -> None:
         inv.say(f"drawing finding {rank} of {len(inv.findings)}: {f.detector}")
         with section(f"finding {rank} ({f.detector})", display):
             display(HTML(finding_html(rank, f)))
-            display(evidence_table(f).style.hide(axis="index"))
+            display(_table_style(evidence_table(f)))
             display(HTML(playbook_html(f)))
         tasks = f.tasks or inv.tasks
         hosts = f.hosts or inv.hosts
@@ -472,6 +473,22 @@ def appendix_tables(inv: ReportView, limit: int = 200) -> dict[str, pd.DataFrame
     return out
 
 
+def _whole_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """Columns of whole numbers that a missing value made float (``line_no`` 230.000000) as integers again."""
+    out = table.copy()
+    for name in out.columns:
+        values = out[name]
+        if pd.api.types.is_float_dtype(values) and ((values.dropna() % 1) == 0).all():
+            out[name] = values.astype("Int64")
+    return out
+
+
+def _table_style(table: pd.DataFrame):
+    """A report table as shown: no index, text left-aligned, nothing printed for a missing value."""
+    return (_whole_numbers(table).style.hide(axis="index").format(na_rep="")
+            .set_properties(**{"text-align": "left"}))
+
+
 def show_appendix(inv: ReportView) -> None:
     """Display the appendix tables (notebook helper)."""
     from IPython.display import HTML
@@ -481,7 +498,7 @@ def show_appendix(inv: ReportView) -> None:
     with section("the appendix", display):
         for name, table in appendix_tables(inv).items():
             display(HTML(f"<h3>{html.escape(name.capitalize())}</h3>"))
-            display(table.style.hide(axis="index") if not table.empty else HTML("<p>(empty)</p>"))
+            display(_table_style(table) if not table.empty else HTML("<p>(empty)</p>"))
 
 
 def show_provenance(inv: ReportView) -> None:
