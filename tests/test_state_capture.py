@@ -212,3 +212,14 @@ def test_capture_and_folder_give_equal_dataframes(spark, tmp_path):
         assert direct and captured == direct
         assert {r.taken is None for r in rows if r.source == "dir"} == {True}
         assert None not in {r.taken for r in rows if r.source == "cap"}
+
+
+def test_a_capture_of_a_folder_without_state_says_so(tmp_path, capsys):
+    """``capture-state`` pointed at the wrong folder (no .checkpoint, lock or metadata file) still writes its listing,
+    and warns that nothing was copied instead of reporting success in silence."""
+    wrong = tmp_path / "not-the-state-dir"
+    (wrong / "logs").mkdir(parents=True)
+    (wrong / "logs" / "app.log").write_text("hello\n")
+    take_capture(wrong, tmp_path / "capture.tar.gz")
+    err = capsys.readouterr().err
+    assert "0 files copied" in err and "warning: no checkpoint, lock or metadata file" in err and "state.dir?" in err

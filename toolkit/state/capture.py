@@ -466,6 +466,11 @@ def write_capture(
 def _iter_lines(summary: dict[str, Any], out: Path) -> Iterator[str]:
     yield f"captured {summary['state_dir']} on {summary['hostname']} at {summary['capture_time']}"
     yield f"{summary['entry_count']} entries listed, {summary['copied_count']} files copied -> {out}"
+    if not summary["copied_count"]:
+        nifi = summary.get("product") == "nifi"
+        yield (f"warning: no {'state provider or FlowFile repository' if nifi else 'checkpoint, lock or metadata'} "
+               f"file under {summary['state_dir']}: is it the {'NiFi home' if nifi else 'state.dir'}? "
+               "The archive holds the listing only.")
     for problem in summary["errors"] + summary["copy_errors"]:
         yield f"warning: {problem['path']}: {problem['error']}"
 
