@@ -517,8 +517,14 @@ def restorations(events: DataFrame) -> DataFrame:
         " 'CHECKPOINT_NONE') AS INT)) AS _has_opening",
     ))
     # A changelog partition belongs to one task: an episode whose lines name none (a pre-2.6 "Restoring partition"
-    # line) takes the task its other episodes name.
-    g = g.withColumn("task_id", F.expr("coalesce(task_id, max(task_id) OVER (PARTITION BY host, topic, partition))"))
+    # line) takes the task the bundle's other lines name for that partition (checkpoint writes, reads), when
+    # they name exactly one.
+    named = (_explode_partitions(events.where("task_id IS NOT NULL AND product != 'nifi'"))
+             .where("topic IS NOT NULL AND partition IS NOT NULL")
+             .groupBy("topic", "partition")
+             .agg(F.expr("CASE WHEN count(DISTINCT task_id) = 1 THEN min(task_id) END AS _named_task")))
+    g = (g.join(named, ["topic", "partition"], "left")
+         .withColumn("task_id", F.coalesce(F.col("task_id"), F.col("_named_task"))).drop("_named_task"))
     g = g.where("_has_opening = 1").selectExpr(
         "*", "coalesce(_start_off, _ckpt + 1, CASE WHEN _scratch = 1 THEN 0 END) AS start_offset",
         "_scratch = 1 AS from_scratch", "_done = 1 AS completed",
