@@ -9,7 +9,8 @@ mtime is older than the capture by more than ``STALE_AFTER_S`` (``confirmed``), 
 such a capture, a DEBUG
 ``Writing checkpoint`` line in an EOS run followed by more than ``STALE_AFTER_S`` of RUNNING with no
 further write or delete for the task (``likely``). Standby tasks are left out: they apply only committed
-changelog records and keep checkpointing under exactly-once, so their ``.checkpoint`` is meant to be there.
+changelog records and keep checkpointing under exactly-once, so their ``.checkpoint`` is meant to be there; so
+are active tasks suspended or closed at the time (a revocation writes the checkpoint, as it should).
 """
 
 from __future__ import annotations
@@ -45,22 +46,30 @@ MAX_ROWS = 30
 CAPTURE_AFTER_RUN = timedelta(minutes=10)
 
 
-def _task_roles(tl, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], list]:
-    """Each (host, task)'s lifecycle rows (``role``, ``start``), oldest first: the role the task had on the host when."""
+#: Lifecycle phases in which an active task is not processing: its checkpoint was written, as it should be, when
+#: it was suspended or closed (a revocation, a move to another host).
+NOT_PROCESSING = ("suspended", "closed-clean", "closed-dirty", "recycled", "migrated")
+
+
+def _task_phases(tl, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], list]:
+    """Each (host, task)'s lifecycle rows (``role``, ``phase``, ``start``), oldest first: what the task was on the
+    host when."""
     if not pairs:
         return {}
     where = f"{sql_in('host', sorted({h for h, _ in pairs}))} AND {sql_in('task_id', sorted({t for _, t in pairs}))}"
-    roles: dict[tuple[str, str], list] = {}
-    for row in all_rows(tl.task_lifecycles.where(where).select("host", "task_id", "role", "start"), "task roles"):
+    phases: dict[tuple[str, str], list] = {}
+    for row in all_rows(tl.task_lifecycles.where(where).select("host", "task_id", "role", "phase", "start"),
+                        "task phases"):
         if row.start is not None:
-            roles.setdefault((row.host, row.task_id), []).append(row)
-    return {key: sorted(rows, key=lambda r: r.start) for key, rows in roles.items()}
+            phases.setdefault((row.host, row.task_id), []).append(row)
+    return {key: sorted(rows, key=lambda r: r.start) for key, rows in phases.items()}
 
 
-def _standby_at(roles: dict[tuple[str, str], list], host: str, task: str | None, at) -> bool:
-    """The task's last lifecycle on ``host`` that began at or before ``at`` is a standby's."""
-    before = [r for r in roles.get((host, task), []) if at is not None and r.start <= at]
-    return bool(before) and before[-1].role == "standby"
+def _not_processing_at(phases: dict[tuple[str, str], list], host: str, task: str | None, at) -> bool:
+    """The task's last lifecycle on ``host`` that began at or before ``at`` is a standby's, or an active task's that
+    was suspended or closed: a checkpoint is expected then."""
+    before = [r for r in phases.get((host, task), []) if at is not None and r.start <= at]
+    return bool(before) and (before[-1].role == "standby" or before[-1].phase in NOT_PROCESSING)
 
 
 def _frozen_captures(tl, runs) -> list:
@@ -79,8 +88,8 @@ def _frozen_captures(tl, runs) -> list:
                    and unix_seconds(f.capture_time) - unix_seconds(f.file_mtime) > STALE_AFTER_S)
             if during and old:
                 frozen.append(SimpleNamespace(**f.asDict(), version=run.version))
-    roles = _task_roles(tl, {(f.host, f.task_id) for f in frozen if f.task_id})
-    active = [f for f in frozen if not _standby_at(roles, f.host, f.task_id, f.capture_time)]
+    phases = _task_phases(tl, {(f.host, f.task_id) for f in frozen if f.task_id})
+    active = [f for f in frozen if not _not_processing_at(phases, f.host, f.task_id, f.capture_time)]
     return in_spark_order(active, key=lambda r: (r.host, r.task_id, r.topic, r.partition, r.source, r.file))[:MAX_ROWS]
 
 
@@ -96,12 +105,12 @@ def _lonely_writes(tl, runs) -> list:
     writes = all_rows(last.where("kind = 'written' AND origin = 'log' AND task_id IS NOT NULL AND ts >= _last").select(
         "host", "run_id", "task_id", "topic", "partition", "offset", "ts", "source", "line_no"),
         "last checkpoint writes of exactly-once tasks")
-    roles = _task_roles(tl, {(w.host, w.task_id) for w in writes})
+    phases = _task_phases(tl, {(w.host, w.task_id) for w in writes})
     lonely = []
     for w in writes:
         run = run_of.get((w.host, w.run_id))
         if (run is not None and run.end is not None and unix_seconds(run.end) - unix_seconds(w.ts) > STALE_AFTER_S
-                and not _standby_at(roles, w.host, w.task_id, w.ts)):
+                and not _not_processing_at(phases, w.host, w.task_id, w.ts)):
             lonely.append(SimpleNamespace(**w.asDict(), version=run.version))
     return in_spark_order(lonely, key=lambda r: (r.host, r.task_id, r.ts, r.source, r.line_no))
 

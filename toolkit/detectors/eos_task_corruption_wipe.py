@@ -6,7 +6,9 @@ the correct outcome (its absence is KAFKA-20685); without a crash it points to t
 compacted changelogs or to a close that timed out.
 Decision per host/run: ``wipes`` rows with an EOS/corruption reason or ``TASK_CORRUPTED`` events;
 ``warning`` when the previous run on the host did not crash (unexpected corruption) or the restore
-consumer fell out of range, ``info`` when it is the expected reaction to a crash.
+consumer fell out of range, ``info`` when it is the expected reaction to a crash. In an at-least-once run
+(its config dump says so) corruption closes the task dirty and re-initialises it without an exactly-once
+wipe: ``info``, said as such.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import any_of, events_named, rows_in
 from toolkit.detectors.common import (
     fmt_ts,
+    is_eos_guarantee,
     known_bug_sentences,
     log_refs,
     missing_steps,
@@ -63,10 +66,14 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
     for g in groups:
         run = runs.get((g.host, g.run_id))
         previous = ends.get((g.host, run.run_no - 1)) if run is not None and run.run_no else None
+        tasks = sorted(t for t in g.tasks if t)
+        guarantee = run.guarantee if run is not None else None
+        if guarantee and not is_eos_guarantee(guarantee):
+            findings.append(_at_least_once(tl, g, tasks, guarantee))
+            continue
         # Only a wipe after a *clean* stop (or an out-of-range restore) is unexpected; with no earlier
         # run in the bundle we cannot tell and stay informational.
         unexpected = previous == "clean" or "offset-out-of-range" in g.reasons
-        tasks = sorted(t for t in g.tasks if t)
         findings.append(Finding(
             detector=ID, severity="warning" if unexpected else "info", confidence="confirmed",
             title=f"{g.host}: exactly-once wipe of {len(tasks) or 'some'} task(s) ({', '.join(sorted(g.reasons))})",
@@ -86,3 +93,23 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
             known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
         ))
     return findings
+
+
+def _at_least_once(tl, g, tasks: list[str], guarantee: str) -> Finding:
+    """Task corruption in an at-least-once run: the task is closed dirty and re-initialised, and its store is not
+    wiped as under exactly-once; an out-of-range changelog offset there means the changelog no longer holds what
+    the store lacks (retention, compaction), which a long downtime explains."""
+    reasons = ", ".join(sorted(g.reasons))
+    return Finding(
+        detector=ID, severity="info", confidence="confirmed",
+        title=f"{g.host}: task corruption of {len(tasks) or 'some'} task(s) under {guarantee} ({reasons})",
+        explanation=(f"{g.host} found task(s) {', '.join(tasks) or '(unnamed)'} corrupted at {fmt_ts(g.first)} "
+                     f"({reasons}) under {guarantee}: the task is closed dirty and re-initialised from its changelog; "
+                     "at-least-once keeps the local state (no exactly-once wipe). An offset out of range means the "
+                     "changelog no longer holds records the store lacks (retention or compaction, e.g. after a long "
+                     "downtime)."),
+        hosts=[g.host], tasks=tasks, ts=g.first, evidence=log_refs((r.source, r.line_no) for r in g.lines),
+        impact=Impact(summary=f"{len(tasks)} task(s) re-initialised", figures={"tasks": len(tasks)},
+                      method="distinct task ids of corruption lines"),
+        known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
+    )

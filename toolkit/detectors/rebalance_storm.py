@@ -37,6 +37,9 @@ STORM_GENERATIONS = 6
 COSTLY = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CORRUPTED", "TASK_CLOSED_DIRTY")
 #: Of those, the ones that cost nothing when the thread had processed no input just before.
 IDLE_HARMLESS = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CLOSED_DIRTY")
+#: Wipe reasons (``wipes.reason``) that are housekeeping, not damage: the state cleaner, a user's cleanUp(), the
+#: start-up purge of unassigned task folders.
+ROUTINE_WIPES = ("cleaner", "user-cleanup", "startup-purge")
 
 
 @detector(id=ID, title="Rebalance storm", severity="warning", needs=("generations", "process_runs", "events", "wipes"),
@@ -68,7 +71,9 @@ def rebalance_storm(tl) -> list[Finding]:
         idle = summary_before(tl, costly.where(F.col("event").isin(*IDLE_HARMLESS))).where(
             F.col("summary.records") == 0).select("source", "line_no")
         costs = rows(costly.join(idle, ["source", "line_no"], "left_anti").select("event", "source", "line_no")
-                     .unionByName(tl.wipes.where(in_storm).select(F.col("reason").alias("event"), "source", "line_no")),
+                     # The cleaner's deletions (and a user's cleanUp) are routine, not a cost of the storm.
+                     .unionByName(tl.wipes.where(in_storm & ~F.col("reason").isin(*ROUTINE_WIPES))
+                                  .select(F.col("reason").alias("event"), "source", "line_no")),
                      6, order=["source", "line_no"])
         findings.append(Finding(
             detector=ID, severity="warning" if costs else "info", confidence="confirmed",

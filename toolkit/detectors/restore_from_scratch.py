@@ -40,7 +40,8 @@ def restore_from_scratch(tl) -> list[Finding]:
     findings = []
     for host in sorted({r.host for r in found}):
         mine = [r for r in found if r.host == host]
-        records = sum((r.records or r.end_offset or 0) for r in mine)
+        # A logged count wins, 0 included (an empty or expired changelog); the end offset is a bound without one.
+        records = sum((r.records if r.records is not None else r.end_offset or 0) for r in mine)
         counted = sum(r.records or 0 for r in mine)
         durations = [r.duration_s for r in mine if r.duration_s is not None]
         longest = max(durations, default=0)
