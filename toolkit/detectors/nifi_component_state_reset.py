@@ -8,7 +8,9 @@ downstream receives duplicates: every entry modified up to the old ``listing.tim
 Decision (``nifi_state_changes``): a capture of the local state provider's write-ahead log shows an applied update
 without entries after one with entries (``cleared``), a ``listing.timestamp`` that went back (``regressed``) or
 1.x state a 2.x NiFi never read (``not_carried_over``); or the processor logs ``Detected that state was cleared for
-this component.`` (INFO, hidden by default). Confirmed with a state fact, likely with the log line alone.
+this component.`` (INFO, hidden by default). Confirmed with a state fact, likely with the log line alone. A
+component removed from the flow before the reset is left out: NiFi clears a removed component's state itself, and
+nothing is left to list again; an empty update of a component that never held an entry is no reset.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ RESET_KINDS = ("cleared", "regressed", "not_carried_over", "reset_detected")
 
 
 @detector(id=ID, title="NiFi component state reset or lost (reprocessing window)", severity="warning",
-          needs=("nifi_state_changes",),
+          needs=("nifi_state_changes", "events"),
           requires=rows_in("nifi_state_changes", "kind IN ({})".format(", ".join(f"'{k}'" for k in RESET_KINDS))))
 def nifi_component_state_reset(tl) -> list[Finding]:
     """One finding per host and component whose state was reset or lost."""
@@ -37,8 +39,15 @@ def nifi_component_state_reset(tl) -> list[Finding]:
         F.max(F.when(F.col("origin") == "capture", 1).otherwise(0)).alias("from_capture"),
         F.max("listing_before").alias("listing_before"), F.expr(earliest("component_type")).alias("ctype"),
     ), 30, order=["first", "host", "component_id"])
+    # A component removed from the flow has its state cleared by NiFi itself, and nothing is left to list again.
+    removed = {(r.host, r.component_id): r.ts for r in rows(
+        tl.events.where((F.col("event") == "PROCESSOR_REMOVED") & F.col("component_id").isNotNull())
+        .groupBy("host", "component_id").agg(F.min("ts").alias("ts")), 500, order=["host", "component_id"])}
     findings = []
     for g in groups:
+        gone = removed.get((g.host, g.component_id))
+        if gone is not None and g.first is not None and gone <= g.first:
+            continue
         mine = changes.where((F.col("host") == g.host) & (F.col("component_id") == g.component_id))
         ctype = g.ctype or _type_from_logs(mine) or "component"
         facts = [Evidence(r.source, None, f"{r.kind}: {r.detail}", "state", r.ts)

@@ -151,7 +151,9 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
         "*", f"lag(entry_count) OVER ({order}) AS entries_before", f"lag(_listing) OVER ({order}) AS _listing_before",
         f"row_number() OVER ({order}) = 1 AS _first")
     kind = ("CASE WHEN update_type = 'DELETE' THEN 'deleted'"
-            " WHEN coalesce(entry_count, 0) = 0 AND NOT _first THEN 'cleared'"
+            # A component that never held an entry is not cleared by an empty update (NiFi writes one per scope
+            # when it removes a component).
+            " WHEN coalesce(entry_count, 0) = 0 AND NOT _first AND coalesce(entries_before, 0) > 0 THEN 'cleared'"
             " WHEN _first THEN 'first_seen'"
             f" WHEN {_millis_to_ts('_listing')} < {_millis_to_ts('_listing_before')} THEN 'regressed'"
             " ELSE 'updated' END")
