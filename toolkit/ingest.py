@@ -161,7 +161,7 @@ def record_figures(records: DataFrame, text_checks: bool = False) -> dict[str, d
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
         # A file whose lines name their host (kubectl --prefix, compose) holds several: a handful per file.
-        F.sort_array(F.collect_set("host")).alias("hosts"),
+        *([F.sort_array(F.collect_set("host")).alias("hosts")] if "host" in records.columns else []),
     )
     figures = {}
     for row in utc.collect(per_file):
