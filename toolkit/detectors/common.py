@@ -134,14 +134,15 @@ def shared(tl: Any, key: Any, compute: Callable[[], _T]) -> _T:
 
 
 def run_versions(tl: Any, hosts: Iterable[str] | None = None) -> list[str]:
-    """Distinct product versions of the process runs (of ``hosts`` when given), sorted (20 at most).
-
-    A run without a banner contributes its template range (``2.0-2.1``) instead.
+    """Distinct product versions of the process runs (of ``hosts`` when given), sorted (20 at most): the versions
+    runs printed first, then the template ranges (``2.0-2.1``) of runs without a banner, so that the first item is a
+    printed version whenever a run printed one.
     """
     wanted = set(hosts or [])
-    versions = {r.version if r.version is not None else r.version_range for r in run_rows(tl)
-                if not wanted or r.host in wanted}
-    return sorted(v for v in versions if v is not None)[:20]
+    runs = [r for r in run_rows(tl) if not wanted or r.host in wanted]
+    printed = sorted({r.version for r in runs if r.version is not None})
+    ranges = sorted({r.version_range for r in runs if r.version is None and r.version_range is not None})
+    return [*printed, *ranges][:20]
 
 
 def version_args(version: str | None, version_range: str | None = None
