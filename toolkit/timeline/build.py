@@ -471,7 +471,9 @@ def restorations(events: DataFrame) -> DataFrame:
     end line is reported with ``completed = false`` (a restore that never ran or never finished).
     Under 2.6+ semantics a checkpoint holds the last applied offset, so restoration starts at +1.
     """
-    ev = events.where(f"{_is(_RESTORE_EVENTS)} AND product != 'nifi'")
+    # A standby task's lines (a warm-up's "did not find checkpoint") are no restoration: a standby keeps updating
+    # and logs no end, so its line would open an episode that the active task's later restore then joins.
+    ev = events.where(f"{_is(_RESTORE_EVENTS)} AND product != 'nifi' AND coalesce(task_role, '') != 'standby'")
     ev = _explode_partitions(ev).where("topic IS NOT NULL AND partition IS NOT NULL")
     # Restore-consumer offset resets concern changelogs only when a restore is under way; keep them
     # but let them neither open nor close an episode on their own.
