@@ -569,9 +569,9 @@ def test_rebalance_storm_fires_on_many_generations_and_not_on_a_rolling_restart(
     assert run_detectors(make_timeline(spark, generations=gens(3)), only=["rebalance-storm"]) == []
 
 
-def _runs(end_kinds):
+def _runs(end_kinds, guarantee="at_least_once"):
     return [{"host": "h0", "run_id": f"h0#{n}", "run_no": n, "product": "kafka-streams", "start": at(100 * n),
-             "end": at(100 * n + 50), "end_kind": kind, "guarantee": "at_least_once", "end_source": "h0/app.log",
+             "end": at(100 * n + 50), "end_kind": kind, "guarantee": guarantee, "end_source": "h0/app.log",
              "end_line_no": 10 * n, "source": "h0/app.log", "line_no": 10 * n - 5}
             for n, kind in enumerate(end_kinds, 1)]
 
@@ -584,15 +584,20 @@ def test_unclean_shutdown_one_finding_per_host_and_quiet_after_clean_stops(spark
 
 
 def test_eos_wipe_is_a_warning_only_after_a_clean_stop(spark):
-    runs = _runs(["clean", "unknown"])
     wipes = [{"host": "h0", "run_id": "h0#2", "task_id": "0_1", "ts": at(210), "reason": "task-corrupted",
               "source": "h0/app.log", "line_no": 30}]
-    (finding,) = raised(run_detectors(make_timeline(spark, process_runs=runs, wipes=wipes),
-                                      only=["eos-task-corruption-wipe"]), "eos-task-corruption-wipe")
+
+    def judged(end_kinds, guarantee="exactly_once_v2"):
+        return run_detectors(make_timeline(spark, process_runs=_runs(end_kinds, guarantee), wipes=wipes),
+                             only=["eos-task-corruption-wipe"])
+
+    (finding,) = raised(judged(["clean", "unknown"]), "eos-task-corruption-wipe")
     assert finding.tasks == ["0_1"]
-    after_crash = run_detectors(make_timeline(spark, process_runs=_runs(["crash", "unknown"]), wipes=wipes),
-                                only=["eos-task-corruption-wipe"])
+    after_crash = judged(["crash", "unknown"])
     assert raised(after_crash, "eos-task-corruption-wipe") == [] and [f.severity for f in after_crash] == ["info"]
+    # At-least-once keeps its stores: corruption there is re-initialisation, never an exactly-once wipe warning.
+    (at_least_once,) = judged(["clean", "unknown"], guarantee="at_least_once")
+    assert at_least_once.severity == "info" and "at_least_once" in at_least_once.title
 
 
 def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(spark):
