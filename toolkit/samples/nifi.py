@@ -339,28 +339,39 @@ class NifiHost:
 
 
 def _dynamodb_stack(header: str) -> tuple[str, ...]:
-    """logback rendering of the copy failure; frames follow the 2.9.0 call path of reference §3.6."""
+    """logback rendering of the copy failure; the NiFi frames are the 2.9.0 call path (``rel/nifi-2.9.0``: the
+    copy is ``CheckpointTableUtils#copyCheckpointItems``, called from ``LegacyCheckpointMigrator``)."""
     frames = [
         "software.amazon.awssdk.services.dynamodb.model.DynamoDbException$BuilderImpl.build(DynamoDbException.java:104)",
         "software.amazon.awssdk.services.dynamodb.model.DynamoDbException$BuilderImpl.build(DynamoDbException.java:58)",
         "software.amazon.awssdk.protocols.json.internal.unmarshall.AwsJsonProtocolErrorUnmarshaller.unmarshall("
-        "AwsJsonProtocolErrorUnmarshaller.java:125)",
-        "software.amazon.awssdk.core.internal.http.CombinedResponseHandler.handleResponse(CombinedResponseHandler.java:66)",
-        "software.amazon.awssdk.core.internal.http.pipeline.stages.RetryableStage.execute(RetryableStage.java:60)",
+        "AwsJsonProtocolErrorUnmarshaller.java:101)",
+        "software.amazon.awssdk.protocols.json.internal.unmarshall.AwsJsonProtocolErrorUnmarshaller.handle("
+        "AwsJsonProtocolErrorUnmarshaller.java:84)",
+        "software.amazon.awssdk.core.internal.http.CombinedResponseHandler.handleErrorResponse("
+        "CombinedResponseHandler.java:125)",
+        "software.amazon.awssdk.core.internal.http.CombinedResponseHandler.handleResponse(CombinedResponseHandler.java:82)",
+        "software.amazon.awssdk.core.internal.http.pipeline.stages.RetryableStage.execute(RetryableStage.java:50)",
         "software.amazon.awssdk.core.internal.http.AmazonSyncHttpClient$RequestExecutionBuilderImpl.execute("
         "AmazonSyncHttpClient.java:210)",
-        "software.amazon.awssdk.core.client.handler.BaseSyncClientHandler.execute(BaseSyncClientHandler.java:175)",
-        "software.amazon.awssdk.services.dynamodb.DefaultDynamoDbClient.putItem(DefaultDynamoDbClient.java:5241)",
-        "org.apache.nifi.processors.aws.kinesis.LegacyCheckpointMigrator.copyCheckpointItems(LegacyCheckpointMigrator.java:431)",
-        "org.apache.nifi.processors.aws.kinesis.LegacyCheckpointMigrator.renameMigrationTable(LegacyCheckpointMigrator.java:362)",
-        "org.apache.nifi.processors.aws.kinesis.LegacyCheckpointMigrator.migrateAndRename(LegacyCheckpointMigrator.java:121)",
-        "org.apache.nifi.processors.aws.kinesis.KinesisShardManager.ensureCheckpointTableExists(KinesisShardManager.java:204)",
-        "org.apache.nifi.processors.aws.kinesis.ConsumeKinesis.onScheduled(ConsumeKinesis.java:538)",
+        "software.amazon.awssdk.core.internal.handler.BaseSyncClientHandler.invoke(BaseSyncClientHandler.java:103)",
+        "software.amazon.awssdk.core.internal.handler.BaseSyncClientHandler.doExecute(BaseSyncClientHandler.java:173)",
+        "software.amazon.awssdk.core.internal.handler.BaseSyncClientHandler.execute(BaseSyncClientHandler.java:74)",
+        "software.amazon.awssdk.core.client.handler.SdkSyncClientHandler.execute(SdkSyncClientHandler.java:45)",
+        "software.amazon.awssdk.awscore.client.handler.AwsSyncClientHandler.execute(AwsSyncClientHandler.java:53)",
+        "software.amazon.awssdk.services.dynamodb.DefaultDynamoDbClient.putItem(DefaultDynamoDbClient.java:4712)",
+        "org.apache.nifi.processors.aws.kinesis.CheckpointTableUtils.copyCheckpointItems(CheckpointTableUtils.java:187)",
+        "org.apache.nifi.processors.aws.kinesis.LegacyCheckpointMigrator.renameMigrationTable(LegacyCheckpointMigrator.java:114)",
+        "org.apache.nifi.processors.aws.kinesis.LegacyCheckpointMigrator.migrateAndRename(LegacyCheckpointMigrator.java:105)",
+        "org.apache.nifi.processors.aws.kinesis.KinesisShardManager.ensureCheckpointTableExists(KinesisShardManager.java:155)",
+        "org.apache.nifi.processors.aws.kinesis.ConsumeKinesis.onScheduled(ConsumeKinesis.java:431)",
         "java.base/jdk.internal.reflect.DirectMethodHandleAccessor.invoke(DirectMethodHandleAccessor.java:103)",
         "java.base/java.lang.reflect.Method.invoke(Method.java:580)",
-        "org.apache.nifi.util.ReflectionUtils.invokeMethodsWithAnnotations(ReflectionUtils.java:145)",
-        "org.apache.nifi.util.ReflectionUtils.invokeMethodsWithAnnotation(ReflectionUtils.java:55)",
-        "org.apache.nifi.controller.StandardProcessorNode.lambda$initiateStart$9(StandardProcessorNode.java:1812)",
+        "org.apache.nifi.util.ReflectionUtils.invokeMethodsWithAnnotations(ReflectionUtils.java:146)",
+        "org.apache.nifi.util.ReflectionUtils.invokeMethodsWithAnnotations(ReflectionUtils.java:134)",
+        "org.apache.nifi.util.ReflectionUtils.invokeMethodsWithAnnotations(ReflectionUtils.java:50)",
+        "org.apache.nifi.util.ReflectionUtils.invokeMethodsWithAnnotation(ReflectionUtils.java:56)",
+        "org.apache.nifi.controller.StandardProcessorNode.lambda$initiateStart$9(StandardProcessorNode.java:1710)",
         "java.base/java.util.concurrent.FutureTask.run(FutureTask.java:317)",
         "java.base/java.util.concurrent.ScheduledThreadPoolExecutor$ScheduledFutureTask.run(ScheduledThreadPoolExecutor.java:304)",
         "java.base/java.util.concurrent.ThreadPoolExecutor.runWorker(ThreadPoolExecutor.java:1144)",
