@@ -10,7 +10,9 @@ such a capture, a DEBUG
 ``Writing checkpoint`` line in an EOS run followed by more than ``STALE_AFTER_S`` of RUNNING with no
 further write or delete for the task (``likely``). Standby tasks are left out: they apply only committed
 changelog records and keep checkpointing under exactly-once, so their ``.checkpoint`` is meant to be there; so
-are active tasks suspended or closed at the time (a revocation writes the checkpoint, as it should).
+are active tasks suspended or closed at the capture, or, for a logged write, at the end of the run (a revocation
+writes the checkpoint, as it should; only a task that resumes processing with it on disk is at fault). Task phases
+count only within the run judged.
 """
 
 from __future__ import annotations
@@ -51,24 +53,26 @@ CAPTURE_AFTER_RUN = timedelta(minutes=10)
 NOT_PROCESSING = ("suspended", "closed-clean", "closed-dirty", "recycled", "migrated")
 
 
-def _task_phases(tl, pairs: set[tuple[str, str]]) -> dict[tuple[str, str], list]:
-    """Each (host, task)'s lifecycle rows (``role``, ``phase``, ``start``), oldest first: what the task was on the
-    host when."""
-    if not pairs:
+def _task_phases(tl, keys: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], list]:
+    """Each (host, run, task)'s lifecycle rows (``role``, ``phase``, ``start``), oldest first: what the task was on
+    the host when, in that run only (an earlier run's last phase says nothing of this one)."""
+    if not keys:
         return {}
-    where = f"{sql_in('host', sorted({h for h, _ in pairs}))} AND {sql_in('task_id', sorted({t for _, t in pairs}))}"
-    phases: dict[tuple[str, str], list] = {}
-    for row in all_rows(tl.task_lifecycles.where(where).select("host", "task_id", "role", "phase", "start"),
+    where = " AND ".join((sql_in("host", sorted({h for h, _, _ in keys})),
+                          sql_in("run_id", sorted({r for _, r, _ in keys})),
+                          sql_in("task_id", sorted({t for _, _, t in keys}))))
+    phases: dict[tuple[str, str, str], list] = {}
+    for row in all_rows(tl.task_lifecycles.where(where).select("host", "run_id", "task_id", "role", "phase", "start"),
                         "task phases"):
         if row.start is not None:
-            phases.setdefault((row.host, row.task_id), []).append(row)
+            phases.setdefault((row.host, row.run_id, row.task_id), []).append(row)
     return {key: sorted(rows, key=lambda r: r.start) for key, rows in phases.items()}
 
 
-def _not_processing_at(phases: dict[tuple[str, str], list], host: str, task: str | None, at) -> bool:
-    """The task's last lifecycle on ``host`` that began at or before ``at`` is a standby's, or an active task's that
-    was suspended or closed: a checkpoint is expected then."""
-    before = [r for r in phases.get((host, task), []) if at is not None and r.start <= at]
+def _not_processing_at(phases: dict[tuple[str, str, str], list], key: tuple[str, str, str | None], at) -> bool:
+    """The task's last lifecycle in the run (``key``: host, run, task) that began at or before ``at`` is a
+    standby's, or an active task's that was suspended or closed: a checkpoint is expected then."""
+    before = [r for r in phases.get(key, []) if at is not None and r.start <= at]
     return bool(before) and (before[-1].role == "standby" or before[-1].phase in NOT_PROCESSING)
 
 
@@ -87,9 +91,9 @@ def _frozen_captures(tl, runs) -> list:
             old = (during and f.file_mtime is not None
                    and unix_seconds(f.capture_time) - unix_seconds(f.file_mtime) > STALE_AFTER_S)
             if during and old:
-                frozen.append(SimpleNamespace(**f.asDict(), version=run.version))
-    phases = _task_phases(tl, {(f.host, f.task_id) for f in frozen if f.task_id})
-    active = [f for f in frozen if not _not_processing_at(phases, f.host, f.task_id, f.capture_time)]
+                frozen.append(SimpleNamespace(**f.asDict(), version=run.version, judged_run=run.run_id))
+    phases = _task_phases(tl, {(f.host, f.judged_run, f.task_id) for f in frozen if f.task_id})
+    active = [f for f in frozen if not _not_processing_at(phases, (f.host, f.judged_run, f.task_id), f.capture_time)]
     return in_spark_order(active, key=lambda r: (r.host, r.task_id, r.topic, r.partition, r.source, r.file))[:MAX_ROWS]
 
 
@@ -105,12 +109,15 @@ def _lonely_writes(tl, runs) -> list:
     writes = all_rows(last.where("kind = 'written' AND origin = 'log' AND task_id IS NOT NULL AND ts >= _last").select(
         "host", "run_id", "task_id", "topic", "partition", "offset", "ts", "source", "line_no"),
         "last checkpoint writes of exactly-once tasks")
-    phases = _task_phases(tl, {(w.host, w.task_id) for w in writes})
+    phases = _task_phases(tl, {(w.host, w.run_id, w.task_id) for w in writes})
     lonely = []
     for w in writes:
         run = run_of.get((w.host, w.run_id))
+        # Judged at the run's end, not at the write: a revocation writes the checkpoint of a task it suspends,
+        # and only a task that then resumes processing with that file still on disk is the fault (KAFKA-10362;
+        # from 2.6.2 the resume deletes it, a later delete that makes this write no last write).
         if (run is not None and run.end is not None and unix_seconds(run.end) - unix_seconds(w.ts) > STALE_AFTER_S
-                and not _not_processing_at(phases, w.host, w.task_id, w.ts)):
+                and not _not_processing_at(phases, (w.host, w.run_id, w.task_id), run.end)):
             lonely.append(SimpleNamespace(**w.asDict(), version=run.version))
     return in_spark_order(lonely, key=lambda r: (r.host, r.task_id, r.ts, r.source, r.line_no))
 
