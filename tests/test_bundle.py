@@ -426,7 +426,7 @@ def test_a_folder_of_pod_folders_is_no_host_and_the_findings_are_the_samples(spa
 def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_root):
     """Which folder names the host, without a bundle.toml: a generic container (``logs``, ``state``, ``pods``...)
     or a folder of pod-named folders is passed over; a host folder keeps its own sub-folders (``logs``, ``conf``,
-    ``current``/``previous``) and stays the host."""
+    ``current``/``previous``, days, versions) and stays the host."""
     eos = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
     nifi = repo_root / "tests" / "bundles" / "nifi-component-state-reset" / "nifi-0"
     bundle = _laid_out(tmp_path / "incident", {
@@ -438,6 +438,11 @@ def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_r
         "nifi-0/conf/nifi-state-local.tar.gz": nifi / "nifi-state-local.tar.gz",
         "orders-agg-3/current/app.log": eos / "orders-agg-1" / "app.log",
         "orders-agg-3/previous/app.log": eos / "orders-agg-0" / "app.log",
+        "orders-agg-4/2026-03-06/app.log": eos / "orders-agg-0" / "app.log",
+        "orders-agg-4/2026-03-07/app.log": eos / "orders-agg-1" / "app.log",
+        "orders-agg-5/2026-03-07/app.log": eos / "orders-agg-1" / "app.log",
+        "nifi-1/nifi-1.28.1/logs/nifi-app.log": nifi / "nifi-app.log",
+        "nifi-1/nifi-2.9.0/logs/nifi-app.log": nifi / "nifi-app.log",
         "logs/app.log": eos / "orders-agg-1" / "app.log",
     })
     opened = open_bundle(bundle, tmp_path / "work")
@@ -451,6 +456,12 @@ def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_r
         "nifi-0/conf/nifi-state-local.tar.gz!/state/local": "nifi-0",
         "orders-agg-3/current/app.log": "orders-agg-3",
         "orders-agg-3/previous/app.log": "orders-agg-3",
+        # days and versions are a host's own folders: a pod is not split by them, nor two pods merged
+        "orders-agg-4/2026-03-06/app.log": "orders-agg-4",
+        "orders-agg-4/2026-03-07/app.log": "orders-agg-4",
+        "orders-agg-5/2026-03-07/app.log": "orders-agg-5",
+        "nifi-1/nifi-1.28.1/logs/nifi-app.log": "nifi-1",
+        "nifi-1/nifi-2.9.0/logs/nifi-app.log": "nifi-1",
         "logs/app.log": "unknown-host",  # a generic folder names no host; the file name names none either
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -110,21 +111,30 @@ def _iter_files(root: Path, this_run: frozenset[Path] = frozenset()) -> Iterator
             yield here / name
 
 
+#: Sub-folder names a host keeps for itself although they carry digits and a hyphen: days (``2026-03-07``),
+#: versions (``nifi-2.9.0``) and numbered runs (``run-1``, ``restart-2``).
+_HOST_OWN_FOLDER = re.compile(r"^\d{4}-\d{2}-\d{2}|\d+\.\d+|^(run|restart|attempt|try)[-_]?\d+$", re.IGNORECASE)
+
+
+def _named_like_a_pod(name: str) -> bool:
+    return bool(host_from_file_name(name)) and not _HOST_OWN_FOLDER.search(name)
+
+
 def host_containers(base: Path) -> frozenset[str]:
     """The top folders of ``base`` that hold hosts rather than name one: two or more sub-folders named like pods
     or hosts (``orders-agg-0``, ``web-7f9c6d-x2k4q``: letters, digits and a hyphen), each with a file in it.
 
-    A host's own sub-folders (``logs``, ``conf``, ``state``, ``current``, ``previous``, dates) are not named
-    like pods, so a host folder holding them stays the host.
+    A folder itself named like a pod is a host, whatever its sub-folders; a host's own sub-folders (``logs``,
+    ``conf``, ``state``, ``current``, ``previous``, days, versions, numbered runs) are not named like pods.
     """
     found = set()
     try:
-        tops = [d for d in base.iterdir() if d.is_dir() and not d.is_symlink()]
+        tops = [d for d in base.iterdir() if d.is_dir() and not d.is_symlink() and not _named_like_a_pod(d.name)]
     except OSError:
         return frozenset()
     for top in tops:
         try:
-            pods = [d for d in top.iterdir() if d.is_dir() and not d.is_symlink() and host_from_file_name(d.name)
+            pods = [d for d in top.iterdir() if d.is_dir() and not d.is_symlink() and _named_like_a_pod(d.name)
                     and _holds_a_file(d)]
         except OSError:
             continue
