@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from toolkit.cache import ParseCache
@@ -134,3 +134,50 @@ def test_the_cache_parses_a_prefixed_file_again_when_a_host_it_carries_changes(s
     assert _records_by_host(records)["orders-agg-1"][0][0] == datetime(2026, 3, 7, 9, 0, 1, 347000)
     # The tables derived from the records (events, timeline) are keyed anew too.
     assert changed.file_keys != first.file_keys
+
+
+def _retimed_compose(root: Path, toml: str, times: list[tuple[str, str]]) -> Path:
+    """A compose file of the quickstart bundle's own record lines, one per (service, time of day) in that order."""
+    own: dict[str, list[str]] = {}
+    for line in (COMPOSE_BUNDLE / "compose-logs.txt").read_text(encoding="utf-8").splitlines():
+        service = COMPOSE_PREFIX.match(line)
+        if re.match(r"\d\d:\d\d:\d\d,\d{3} ", line[service.end():]):
+            own.setdefault(service.group(1), []).append(line)
+    used = {name: iter(lines) for name, lines in own.items()}
+    lines = [re.sub(r"\| \d\d:\d\d:\d\d,\d{3} ", f"| {at},000 ", next(used[service]), count=1)
+             for service, at in times]
+    root.mkdir()
+    (root / "bundle.toml").write_text(toml)
+    (root / "compose-logs.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_hosts_sharing_a_clock_in_one_file_share_its_midnights(spark, tmp_path):
+    """One service stops before midnight, the other goes on past it: the midnight is the file's, whichever
+    service's line crosses it, with the date from bundle.toml (the first record's day) or from the file's
+    modification time (the last record's day)."""
+    import os
+
+    one, two = "invoice-totals-1", "invoice-totals-2"
+    times = [(one, "23:50:00"), (one, "23:59:00"), (two, "00:10:00"), (two, "00:20:00")]
+    dated = _retimed_compose(tmp_path / "dated", '[defaults]\ntimezone = "UTC"\ndate = "2018-12-05"\n', times)
+    from_mtime = _retimed_compose(tmp_path / "mtime", '[defaults]\ntimezone = "UTC"\n', times)
+    stamp = datetime(2018, 12, 6, 0, 31, tzinfo=timezone.utc).timestamp()
+    os.utime(from_mtime / "compose-logs.txt", (stamp, stamp))
+    expected = {one: [datetime(2018, 12, 5, 23, 50), datetime(2018, 12, 5, 23, 59)],
+                two: [datetime(2018, 12, 6, 0, 10), datetime(2018, 12, 6, 0, 20)]}
+    for bundle in (dated, from_mtime):
+        stamps = {host: [row[0] for row in rows]
+                  for host, rows in _records_by_host(_parse(spark, bundle, tmp_path / f"out-{bundle.name}")[1]).items()}
+        assert stamps == expected, bundle.name
+
+
+def test_the_bundles_hosts_are_those_its_line_prefixes_name():
+    """``report --host`` checks a name against these: a pod named only by a kubectl prefix is a host of the bundle."""
+    from toolkit.ingest import FileSummary, IngestReport
+
+    files = [FileSummary("pods.log", host="unknown-host", layout="log4j", wrappers=["kubectl-prefix"],
+                         hosts=["orders-agg-0", "orders-agg-1"]),
+             FileSummary("orders-agg-2/app.log", host="orders-agg-2", layout="log4j", wrappers=[])]
+    ingest = IngestReport(bundle="b", files=files, problems=[], evidence=[])
+    assert ingest.log_hosts == ["orders-agg-0", "orders-agg-1", "orders-agg-2"]

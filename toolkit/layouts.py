@@ -813,11 +813,13 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
         F.nullif(F.trim(F.col("f_thread")), F.lit("")).alias("thread"), F.col("f_logger").alias("logger"),
         F.when(is_start, F.coalesce(F.col("f_message"), F.lit(""))).alias("message"), F.col("f_stack").alias("stack"),
         F.when(is_start, quality).alias("ts_quality"),
+        # The day a time-only stamp borrowed: with the zone, it says which records count their days together.
+        F.when(is_start & (quality == "date_inferred"), day).alias("date_base"),
         F.when(~is_start, F.col("text")).alias("text"), F.when(~is_start, F.col("value")).alias("value"),
     ).persist(StorageLevel.DISK_ONLY)
     starts = per_line.where(is_start).select(
         "file_key", "source", "line_no", "host", "ts", "ts_raw", "level", "thread", "logger", "message", "stack",
-        "line_layout", "ts_quality", "tz", "date_from",
+        "line_layout", "ts_quality", "tz", "date_from", "date_base",
     )
     # One small job over the persisted lines: how many continuation lines, and whether any record
     # borrowed its date (only then is the per-file midnight rollover window worth its sort).
@@ -825,6 +827,7 @@ def _parse_all(spark: SparkSession, cat: Catalogue, files: DataFrame, paths: lis
                          F.count(F.when(F.col("ts_quality") == "date_inferred", 1)).alias("inferred")).first()
     if tally["inferred"]:
         starts = _roll_over_midnight(starts)
+    starts = starts.drop("date_base")
 
     # Continuation runs ("islands"): line_no - rank is constant inside a run of consecutive
     # continuation lines, and the run belongs to the record on the line just before it.
@@ -912,43 +915,45 @@ def _line_before_chunks(per_line: DataFrame) -> DataFrame:
 
 
 def _roll_over_midnight(starts: DataFrame) -> DataFrame:
-    """Time-only layouts: move records after a midnight to the next day(s), per file and host, in line order.
+    """Time-only layouts: move records after a midnight to the next day(s), per file in line order.
 
-    The borrowed date (``bundle.toml`` ``date``) is the date of the host's first record in the file; each
-    step back of more than 12 h in the time of day starts a new day. When the date came from the file's
+    The borrowed date (``bundle.toml`` ``date``) is the date of the first record in the file; each step
+    back of more than 12 h in the time of day starts a new day. When the date came from the file's
     modification time it is the date of the LAST record, so the days are counted back from there.
-    Only ``date_inferred`` records take part. Each host of a file whose lines name their host counts its
-    own days: its zone and date may differ from the other hosts' it alternates with. The windows run per
-    chunk of lines; the time before a chunk's first record and the days rolled in earlier chunks come
-    from one small row per chunk.
+    Only ``date_inferred`` records take part. In a file whose lines name their host, the hosts that share
+    a zone and a borrowed date count their days together, as one clock (a host that stops before midnight
+    still lies before the midnight another host's lines cross); hosts with a zone or date of their own
+    count theirs apart. The windows run per chunk of lines; the time before a chunk's first record and the
+    days rolled in earlier chunks come from one small row per chunk.
     """
     inferred = F.col("ts_quality") == "date_inferred"
-    starts = starts.withColumn("_chunk", _chunk_of_line())
-    chunks = Window.partitionBy("file_key", "host").orderBy("_chunk")
-    last_time = starts.where(inferred).groupBy("file_key", "host", "_chunk").agg(F.max_by("ts", "line_no").alias("_last_ts"))
-    last_time = last_time.select("file_key", "host", "_chunk", F.last("_last_ts").over(
+    starts = starts.withColumns({"_chunk": _chunk_of_line(),
+                                 "_clock": F.concat_ws("|", "tz", "date_from", "date_base")})
+    chunks = Window.partitionBy("file_key", "_clock").orderBy("_chunk")
+    last_time = starts.where(inferred).groupBy("file_key", "_clock", "_chunk").agg(F.max_by("ts", "line_no").alias("_last_ts"))
+    last_time = last_time.select("file_key", "_clock", "_chunk", F.last("_last_ts").over(
         chunks.rowsBetween(Window.unboundedPreceding, -1)).alias("_ts_before"))
-    starts = starts.join(F.broadcast(last_time), ["file_key", "host", "_chunk"], "left")
+    starts = starts.join(F.broadcast(last_time), ["file_key", "_clock", "_chunk"], "left")
 
-    by_line = Window.partitionBy("file_key", "host", "_chunk").orderBy("line_no")
+    by_line = Window.partitionBy("file_key", "_clock", "_chunk").orderBy("line_no")
     prev = F.coalesce(F.last(F.when(inferred, F.col("ts")), ignorenulls=True).over(
         by_line.rowsBetween(Window.unboundedPreceding, -1)), F.col("_ts_before"))
     backstep = inferred & ((F.unix_micros(prev) - F.unix_micros(F.col("ts"))) > ROLLOVER_BACKSTEP_H * 3_600_000_000)
     flag = F.coalesce(backstep, F.lit(False)).cast("int")
     starts = starts.withColumn("_rolls", flag)
     starts = starts.withColumn("_days", F.sum("_rolls").over(by_line.rowsBetween(Window.unboundedPreceding, 0)))
-    rolls = starts.groupBy("file_key", "host", "_chunk").agg(F.sum("_rolls").alias("_chunk_rolls")).select(
-        "file_key", "host", "_chunk",
+    rolls = starts.groupBy("file_key", "_clock", "_chunk").agg(F.sum("_rolls").alias("_chunk_rolls")).select(
+        "file_key", "_clock", "_chunk",
         F.coalesce(F.sum("_chunk_rolls").over(chunks.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
         .alias("_rolls_before"),
-        F.sum("_chunk_rolls").over(Window.partitionBy("file_key", "host")).alias("_rolls_total"))
-    starts = starts.join(F.broadcast(rolls), ["file_key", "host", "_chunk"], "left")
+        F.sum("_chunk_rolls").over(Window.partitionBy("file_key", "_clock")).alias("_rolls_total"))
+    starts = starts.join(F.broadcast(rolls), ["file_key", "_clock", "_chunk"], "left")
     days = F.col("_days") + F.col("_rolls_before")
     days = F.when(F.col("date_from") == "mtime", days - F.col("_rolls_total")).otherwise(days)
     local = F.from_utc_timestamp(F.col("ts"), F.col("tz"))
     shifted = F.to_utc_timestamp(F.timestamp_add("DAY", days, local), F.col("tz"))
     return starts.withColumn("ts", F.when(inferred & (days != 0), shifted).otherwise(F.col("ts"))) \
-        .drop("_chunk", "_ts_before", "_rolls", "_days", "_rolls_before", "_rolls_total")
+        .drop("_chunk", "_clock", "_ts_before", "_rolls", "_days", "_rolls_before", "_rolls_total")
 
 
 def _fold_continuations(attached: DataFrame, trailer_layouts: list[str]) -> DataFrame:
