@@ -496,9 +496,12 @@ def _lock(task, seconds, line_no, thread="app-StreamThread-2", holder="app-Strea
 def test_lock_contention_is_one_finding_per_host_listing_its_tasks(spark):
     locks = [_lock(t, s, n) for t, s, n in (("0_1", 0, 1), ("0_1", 90, 2), ("0_2", 0, 3), ("0_2", 95, 4),
                                             ("0_3", 1, 5), ("0_3", 100, 6))]
+    # A failure whose record has no readable time joins no episode and breaks none.
+    locks.append(dict(_lock("0_1", 0, 7), ts=None))
     found = run_detectors(make_timeline(spark, locks=locks), only=["lock-contention"])
     (finding,) = raised(found, "lock-contention")
     assert finding.tasks == ["0_1", "0_2", "0_3"] and finding.hosts == ["h0"]
+    assert [f.severity for f in found] == ["warning"]
 
 
 def test_lock_contention_short_waits_are_routine(spark):
@@ -613,6 +616,27 @@ def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(s
     assert finding.tasks == ["0_1"]
     rewritten = make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3), write(3990, 90)])
     assert run_detectors(rewritten, only=["eos-checkpoint-stale-during-running"]) == []
+
+
+@pytest.mark.parametrize("after_suspend,fires", [("restoring", True), ("closed-clean", False), (None, False),
+                                                 ("no phase in this run", True)])
+def test_a_suspend_checkpoint_is_frozen_only_if_the_task_resumes_with_it(spark, after_suspend, fires):
+    """KAFKA-10362 (2.6.0): a revocation suspends the task and writes its checkpoint; a task resumed with that
+    file still on disk processes over it, a task closed or left suspended does not. The previous run's phases say
+    nothing of this run."""
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "start": at(0), "end": at(4000), "end_kind": "crash",
+             "guarantee": "exactly_once", "version": "2.6.0"}]
+    write = {"host": "h0", "task_id": "0_0", "ts": at(1000), "kind": "written", "origin": "log", "run_id": "h0#1",
+             "source": "h0/app.log", "line_no": 40}
+    phases = [_phase("closed-clean", -100, run_id="h0#0", event="TASK_CLOSED_CLEAN")]
+    if after_suspend != "no phase in this run":
+        phases += [*RUNNING_ACTIVE, _phase("suspended", 1000, event="TASK_SUSPENDED")]
+    if after_suspend in ("restoring", "closed-clean"):
+        phases.append(_phase(after_suspend, 1001, event="TASK_RESUMED" if after_suspend == "restoring"
+                             else "TASK_CLOSED_CLEAN"))
+    found = raised(run_detectors(make_timeline(spark, process_runs=runs, checkpoints=[write], task_lifecycles=phases),
+                                 only=["eos-checkpoint-stale-during-running"]), "eos-checkpoint-stale-during-running")
+    assert [f.tasks for f in found] == ([["0_0"]] if fires else [])
 
 
 def test_kinesis_management_trail_and_default_logging_one_finding_per_node(spark):

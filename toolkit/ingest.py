@@ -86,6 +86,11 @@ class IngestReport:
         out["unaccounted_files"] = sum(1 for f in self.files if not f.accounted)
         return out
 
+    @property
+    def log_hosts(self) -> list[str]:
+        """The hosts of the log records, sorted: each file's host, or the hosts its line prefixes named."""
+        return sorted({h for f in self.files for h in f.hosts or [f.host]})
+
     def readability(self) -> dict[str, Any]:
         """What the detectors had to read, in plain words (``findings.json``'s ``ingest``, detect's text and the
         report's verdict; schema in ``docs/findings-schema.md``).

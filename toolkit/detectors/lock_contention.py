@@ -32,7 +32,8 @@ EPISODE_GAP_S = 300
           needs=("locks", "process_runs"), role="trigger", requires=rows_in("locks", "kind = 'failed'"))
 def lock_contention(tl) -> list[Finding]:
     """Failed lock attempts per host and task, with how long the contention lasted."""
-    failed = tl.locks.where(F.col("kind") == "failed")
+    # A failure without a time (a record whose stamp could not be read) can be placed in no episode.
+    failed = tl.locks.where((F.col("kind") == "failed") & F.col("ts").isNotNull())
     in_task = Window.partitionBy("host", "run_id", "task_id").orderBy("ts", "source", "line_no")
     gap_s = F.unix_micros("ts") / 1e6 - F.unix_micros(F.lag("ts").over(in_task)) / 1e6
     failed = failed.withColumn("_new", F.coalesce((gap_s > EPISODE_GAP_S).cast("int"), F.lit(1)))

@@ -32,7 +32,7 @@ class Explorer:
         kinds = utc.to_pandas(tl.events.where(F.col("event").isNotNull()).groupBy("event").count()
                               .orderBy(F.desc("count")).limit(300))
         self.event_kinds: list[str] = sorted(kinds["event"])
-        self.hosts: list[str] = sorted({h for f in inv.analysis.ingest.files for h in f.hosts or [f.host]})
+        self.hosts: list[str] = inv.analysis.ingest.log_hosts
         self.tasks: list[str] = sorted(self.task_events["task_id"].dropna().unique()) if not self.task_events.empty else []
         times = pd.concat([pd.to_datetime(self.task_events.get("start", pd.Series(dtype="datetime64[ns]"))),
                            pd.to_datetime(self.states.get("start", pd.Series(dtype="datetime64[ns]")))]).dropna()

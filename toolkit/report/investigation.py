@@ -99,7 +99,7 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> R
             notes.append(f"No process of app_id {params.app_id!r} was found; charts show every host.")
         else:
             hosts = [h for h in (hosts or app_hosts) if h in app_hosts]
-    known_hosts = {f.host for f in analysis.ingest.files} | {e["host"] for e in analysis.ingest.evidence}
+    known_hosts = set(analysis.ingest.log_hosts) | {e["host"] for e in analysis.ingest.evidence}
     unknown = [h for h in params.hosts or [] if h not in known_hosts]
     if unknown:
         notes.append(f"No host {', '.join(map(repr, unknown))} in this bundle; its hosts: "

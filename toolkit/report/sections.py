@@ -164,7 +164,7 @@ def provenance_table(inv: ReportView) -> pd.DataFrame:
             ("analysis time", f"{inv.seconds:.0f} s"),
             ("files / lines", f"{totals['files']} files, {totals['lines']} lines "
                               f"({totals['records']} records, {totals['unparsed']} unparsed)"),
-            ("hosts in bundle", ", ".join(sorted({h for f in inv.analysis.ingest.files for h in f.hosts or [f.host]})) or "none"),
+            ("hosts in bundle", ", ".join(inv.analysis.ingest.log_hosts) or "none"),
             ("ingest problems", str(totals["problems"])),
             ("state evidence items", str(len(inv.analysis.ingest.evidence)))]
     return pd.concat([pd.DataFrame(rows, columns=["parameter", "value"]), inv.params.as_table()], ignore_index=True)
