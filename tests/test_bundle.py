@@ -429,41 +429,30 @@ def test_host_folders_inside_containers_and_a_hosts_own_folders(tmp_path, repo_r
     ``current``/``previous``, days, versions) and stays the host."""
     eos = repo_root / "sample_logs" / "kafka-eos-stale-checkpoint"
     nifi = repo_root / "tests" / "bundles" / "nifi-component-state-reset" / "nifi-0"
-    bundle = _laid_out(tmp_path / "incident", {
-        "cluster-a/orders-agg-0/app.log": eos / "orders-agg-0" / "app.log",
-        "cluster-a/orders-agg-1/app.log": eos / "orders-agg-1" / "app.log",
-        "k8s/pods/orders-agg-2/app.log": eos / "orders-agg-1" / "app.log",
-        "captures/orders-agg-0/state.tar.gz": eos / "orders-agg-0" / "state.tar.gz",
-        "nifi-0/logs/nifi-app.log": nifi / "nifi-app.log",
-        "nifi-0/conf/nifi-state-local.tar.gz": nifi / "nifi-state-local.tar.gz",
-        "orders-agg-3/current/app.log": eos / "orders-agg-1" / "app.log",
-        "orders-agg-3/previous/app.log": eos / "orders-agg-0" / "app.log",
-        "orders-agg-4/2026-03-06/app.log": eos / "orders-agg-0" / "app.log",
-        "orders-agg-4/2026-03-07/app.log": eos / "orders-agg-1" / "app.log",
-        "orders-agg-5/2026-03-07/app.log": eos / "orders-agg-1" / "app.log",
-        "nifi-1/nifi-1.28.1/logs/nifi-app.log": nifi / "nifi-app.log",
-        "nifi-1/nifi-2.9.0/logs/nifi-app.log": nifi / "nifi-app.log",
-        "logs/app.log": eos / "orders-agg-1" / "app.log",
-    })
-    opened = open_bundle(bundle, tmp_path / "work")
-    hosts = {f.source: f.host for f in opened.logs} | {e.source: e.host for e in opened.evidence}
-    assert hosts == {
-        "cluster-a/orders-agg-0/app.log": "orders-agg-0",
-        "cluster-a/orders-agg-1/app.log": "orders-agg-1",
-        "k8s/pods/orders-agg-2/app.log": "orders-agg-2",
-        "captures/orders-agg-0/state.tar.gz!/kafka-streams": "orders-agg-0",
-        "nifi-0/logs/nifi-app.log": "nifi-0",
-        "nifi-0/conf/nifi-state-local.tar.gz!/state/local": "nifi-0",
-        "orders-agg-3/current/app.log": "orders-agg-3",
-        "orders-agg-3/previous/app.log": "orders-agg-3",
+    eos_log, nifi_log = eos / "orders-agg-1" / "app.log", nifi / "nifi-app.log"
+    # (where the file lies in the bundle, what it is a copy of, the host it must belong to)
+    layout = [
+        ("cluster-a/orders-agg-0/app.log", eos_log, "orders-agg-0"),
+        ("cluster-a/orders-agg-1/app.log", eos_log, "orders-agg-1"),
+        ("k8s/pods/orders-agg-2/app.log", eos_log, "orders-agg-2"),
+        ("captures/orders-agg-0/state.tar.gz", eos / "orders-agg-0" / "state.tar.gz", "orders-agg-0"),
+        ("nifi-0/logs/nifi-app.log", nifi_log, "nifi-0"),
+        ("nifi-0/conf/nifi-state-local.tar.gz", nifi / "nifi-state-local.tar.gz", "nifi-0"),
+        ("orders-agg-3/current/app.log", eos_log, "orders-agg-3"),
+        ("orders-agg-3/previous/app.log", eos_log, "orders-agg-3"),
         # days and versions are a host's own folders: a pod is not split by them, nor two pods merged
-        "orders-agg-4/2026-03-06/app.log": "orders-agg-4",
-        "orders-agg-4/2026-03-07/app.log": "orders-agg-4",
-        "orders-agg-5/2026-03-07/app.log": "orders-agg-5",
-        "nifi-1/nifi-1.28.1/logs/nifi-app.log": "nifi-1",
-        "nifi-1/nifi-2.9.0/logs/nifi-app.log": "nifi-1",
-        "logs/app.log": "unknown-host",  # a generic folder names no host; the file name names none either
-    }
+        ("orders-agg-4/2026-03-06/app.log", eos_log, "orders-agg-4"),
+        ("orders-agg-4/2026-03-07/app.log", eos_log, "orders-agg-4"),
+        ("orders-agg-5/2026-03-07/app.log", eos_log, "orders-agg-5"),
+        ("nifi-1/nifi-1.28.1/logs/nifi-app.log", nifi_log, "nifi-1"),
+        ("nifi-1/nifi-2.9.0/logs/nifi-app.log", nifi_log, "nifi-1"),
+        ("logs/app.log", eos_log, "unknown-host"),  # a generic folder names no host; the file name names none either
+    ]
+    bundle = _laid_out(tmp_path / "incident", {path: copy for path, copy, _ in layout})
+    opened = open_bundle(bundle, tmp_path / "work")
+    # an archive's state evidence is named by the archive and the folder inside it (``state.tar.gz!/state/local``)
+    hosts = {item.source.split("!/")[0]: item.host for item in (*opened.logs, *opened.evidence)}
+    assert hosts == {path: host for path, _, host in layout}
 
 
 # --------------------------------------------------------------------------- bundle.toml mistakes
