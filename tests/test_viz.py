@@ -207,11 +207,14 @@ def test_explorer_redraws_without_a_widget_frontend(tiny_timeline, tmp_path):
     from types import SimpleNamespace
 
     from toolkit import report
+    from toolkit.ingest import FileSummary, IngestReport
 
     params = report.validate_parameters(str(tmp_path), tmp_path)
     # One kubectl --prefix file in no host folder: the Explorer offers the host its lines name.
-    analysis = SimpleNamespace(timeline=tiny_timeline, ingest=SimpleNamespace(
-        files=[SimpleNamespace(host="unknown-host", hosts=["orders-agg-0"])]))
+    prefixed = FileSummary("pods.log", host="unknown-host", layout="log4j", wrappers=["kubectl-prefix"],
+                           hosts=["orders-agg-0"])
+    analysis = SimpleNamespace(timeline=tiny_timeline,
+                               ingest=IngestReport(bundle=str(tmp_path), files=[prefixed], problems=[], evidence=[]))
     inv = report.ReportView(params=params, analysis=analysis, findings=[], hosts=None, tasks=None,
                                started=datetime.now(), seconds=0.0)
     explorer = report.Explorer(inv)
