@@ -10,7 +10,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from toolkit.cache import ParseCache
 from toolkit.ingest import parse_bundle
-from toolkit.schemas import RECORD_COLUMNS
+from toolkit.schemas import CANDIDATE_COLUMN, RECORD_COLUMNS
 
 LINE = ("[2026-03-07 14:02:{:02d},000] INFO stream-thread [a-StreamThread-1] State transition from "
         "PARTITIONS_ASSIGNED to RUNNING (org.apache.kafka.streams.processor.internals.StreamThread)\n")
@@ -38,10 +38,11 @@ def test_second_run_reuses_and_changed_file_is_reparsed(spark, tmp_path):
     assert "2 of 2 log files unchanged since an earlier run (cache)" in said
     assert not any(s.startswith("parsing") for s in said)
     assert second == first
-    # records.parquet of a cached run is the cache's files, linked, and reads as a plain records table
+    # records.parquet of a cached run is the cache's files, linked, and reads as a plain records table (partitioned
+    # by the gate's verdict, see toolkit.catalogue.gate)
     linked = spark.read.parquet(str(tmp_path / "out2" / "records.parquet"))
-    assert tuple(linked.columns) == RECORD_COLUMNS and linked.count() == 4
-    parts = list((tmp_path / "out2" / "records.parquet").glob("*.parquet"))
+    assert tuple(linked.columns) == (*RECORD_COLUMNS, CANDIDATE_COLUMN) and linked.count() == 4
+    parts = list((tmp_path / "out2" / "records.parquet").glob("candidate=*/*.parquet"))
     assert parts and all(p.stat().st_nlink >= 2 for p in parts)
     assert {f.path: (f.layout, f.lines, f.records) for f in report.files} == {
         "h-0/app.log": ("kafka-log4j", 2, 2), "h-1/app.log": ("kafka-log4j", 2, 2)}

@@ -170,10 +170,10 @@ def test_the_toolkits_constant_maps_are_looked_up_through_a_hash_index(spark):
     Below it Spark compares a key with every entry of the map for every row; the default (1000 entries)
     is above both maps, so without the toolkit's setting each lookup scans hundreds of keys."""
     from toolkit.catalogue import load_templates
-    from toolkit.events.classifier import _dispatch_keys
+    from toolkit.catalogue.dispatch import dispatch_plan
     from toolkit.events.versions import template_version_rows
     from toolkit.spark import MAP_LOOKUP_HASH_THRESHOLD
 
     threshold = int(spark.conf.get(MAP_LOOKUP_HASH_THRESHOLD))
-    dispatch_words = set(_dispatch_keys(load_templates()))
+    dispatch_words = set(dispatch_plan(load_templates()).by_key)
     assert len(dispatch_words) >= threshold and len(template_version_rows()) >= threshold

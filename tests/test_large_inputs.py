@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from toolkit import layouts
+from toolkit.layouts import reading, records as record_pass
 from toolkit.bundle import gzip_logs, open_bundle
 from toolkit.ingest import parse_bundle
 from toolkit.layouts import parse_logs
@@ -102,7 +102,7 @@ def test_chunked_windows_give_the_same_records_as_one_window_per_file(spark, win
     assert max(r[3] for r in by_source["quick-mtime/app.log"] if r[3]).date().isoformat() == "2026-03-09"
     assert [r[1] for r in by_source["orders-agg-0/app.log"] if r[10] == "unparsed"] == list(range(1, 11))
 
-    monkeypatch.setattr(layouts, "WINDOW_CHUNK_LINES", chunk)
+    monkeypatch.setattr(record_pass, "WINDOW_CHUNK_LINES", chunk)
     bundle = open_bundle(windows_bundle, tmp_path / "work-chunked")
     assert rows(parse_logs(spark, bundle).records) == whole
 
@@ -117,15 +117,17 @@ def test_big_gzip_is_parsed_by_several_tasks_with_the_same_records(spark, tmp_pa
 
     expected = rows(parse_logs(spark, open_bundle(plain, tmp_path / "work-plain")).records)
 
-    monkeypatch.setattr(layouts, "SPREAD_SPLIT_LINES", 10_000)
-    monkeypatch.setattr(layouts, "SPREAD_TASK_LINES", 5_000)
+    monkeypatch.setattr(record_pass, "SPREAD_SPLIT_LINES", 10_000)
+    monkeypatch.setattr(reading, "SPREAD_TASK_LINES", 5_000)
     bundle = open_bundle(packed, tmp_path / "work-packed")
     (log,) = bundle.logs
     assert log.gzip and log.local_path.name.endswith(".gz")  # Spark decompresses it, the driver did not
     assert not (tmp_path / "work-packed" / "gunzipped").exists()
-    numbered, _ = layouts._numbered_lines(spark, [str(log.local_path.resolve())])
-    assert numbered.select(F.spark_partition_id()).distinct().count() > 1
-    assert layouts._split_rows(layouts._raw_lines(spark, [str(log.local_path.resolve())]))[0]["lines"] > 10_000
+    path = str(log.local_path.resolve())
+    # One split (a gzip is not splittable) of more lines than the lowered threshold: the parse spreads its
+    # lines over tasks before the per-line work, and must number them as the plain file's.
+    per_split = reading.raw_lines(spark, [path]).groupBy("_uri", "block_start").count().collect()
+    assert len(per_split) == 1 and per_split[0]["count"] > record_pass.SPREAD_SPLIT_LINES
     assert rows(parse_logs(spark, bundle).records) == expected
 
 

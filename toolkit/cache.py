@@ -48,7 +48,8 @@ SCHEMAS_FILE = "schemas.json"
 COMPLETE_MARKER = "complete"
 #: Bump when the records a parse produces, or what an entry keeps beside them, change (cached
 #: entries become stale). 4: entries keep the file's longest line. 5: content digests are SHA-256.
-PARSE_FORMAT = 5
+#: 6: records are partitioned by ``candidate`` (the classifier's gate, which the template catalogue decides).
+PARSE_FORMAT = 6
 #: A file whose status changed this recently when it was hashed may still change within the same clock
 #: tick, unseen by its times: its digest is not remembered (git's "racily clean" entries).
 RACY_SECONDS = 2.0
@@ -70,10 +71,13 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def _catalogue_digest(names: tuple[str, ...] = ("layouts.toml",)) -> str:
+def _catalogue_digest() -> str:
+    """Digest of the catalogue's data files: the layouts read the lines, the templates decide which records are
+    candidates for classification (``records.parquet``'s partitions)."""
     h = hashlib.blake2b(digest_size=8)
-    for name in names:
-        h.update(resources.files("toolkit.catalogue").joinpath(name).read_bytes())
+    folder = resources.files("toolkit.catalogue")
+    for name in sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".toml")):
+        h.update(name.encode() + b"\0" + folder.joinpath(name).read_bytes())
     return h.hexdigest()
 
 
@@ -284,16 +288,18 @@ class ParseCache:
     def link_records(self, keys: Sequence[str], target: Path) -> int:
         """Make ``target`` a parquet folder of the cached records of ``keys`` (hard links, no Spark job).
 
-        The cached files hold the record columns only (the key is the folder name), so ``target``
-        reads as a plain records table. Returns the number of files linked.
+        The cached files hold the record columns only (the key is the folder name) in the folders of the
+        ``candidate`` partition, so ``target`` reads as a plain records table. Returns the number of files linked.
         """
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)
         linked = 0
         for key in keys:
-            for part in sorted(self.records_path(key).glob("*.parquet")):
+            for part in sorted(self.records_path(key).glob("*=*/*.parquet")):
+                folder = target / part.parent.name
+                folder.mkdir(exist_ok=True)
                 # Files of one Spark write share names across key folders: prefix the key.
-                _link_or_copy(str(part), str(target / f"{key}-{part.name}"))
+                _link_or_copy(str(part), str(folder / f"{key}-{part.name}"))
                 linked += 1
         (target / "_SUCCESS").write_text("")
         return linked

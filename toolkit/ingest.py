@@ -25,8 +25,7 @@ from toolkit.bundle.settings import BUNDLE_TOML, unmatched_host_sections
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache, line_hosts_identity
 from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
 from toolkit.layouts import LINE_COUNT_SCHEMA, Detection, ParsedLogs, carries_line_hosts, parse_logs
-from toolkit.schemas import RECORD_COLUMNS, RECORD_SCHEMA
-from toolkit.schemas import UNPARSED
+from toolkit.schemas import CANDIDATE_COLUMN, STORED_RECORD_SCHEMA, UNPARSED
 from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
 
 REPLACEMENT_CHAR = "\ufffd"
@@ -325,8 +324,8 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         for f in misses:
             cache.remember_problems(keys[f.source], [asdict(p) for p in found if p.source == f.source])
         keymap = utc.create_frame(spark, [(f.source, keys[f.source]) for f in misses], f"source string, {KEY_COLUMN} string")
-        (parsed.records.join(F.broadcast(keymap), "source").select(*RECORD_COLUMNS, KEY_COLUMN)
-         .write.mode("append").partitionBy(KEY_COLUMN).parquet(str(cache.records_dir.resolve())))
+        (parsed.records.join(F.broadcast(keymap), "source").select(*STORED_RECORD_SCHEMA.fieldNames(), KEY_COLUMN)
+         .write.mode("append").partitionBy(KEY_COLUMN, CANDIDATE_COLUMN).parquet(str(cache.records_dir.resolve())))
         counts = {r["source"]: r.asDict() for r in parsed.line_counts.collect()}
         parsed.release()
         fresh = []
@@ -340,12 +339,12 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
         known.update({e.source: e for e in fresh})
     paths = [str(cache.records_path(k).resolve()) for k in keys.values() if cache.records_path(k).exists()]
     if paths:
-        # The schema given (the key is the partition folder's name): no job to read the footers.
-        records = (spark.read.schema(StructType([*RECORD_SCHEMA.fields, StructField(KEY_COLUMN, StringType())]))
+        # The schema given (the key and candidate are partition folders' names): no job to read the footers.
+        records = (spark.read.schema(StructType([*STORED_RECORD_SCHEMA.fields, StructField(KEY_COLUMN, StringType())]))
                    .option("basePath", str(cache.records_dir.resolve())).parquet(*paths)
-                   .select(*RECORD_COLUMNS))
+                   .select(*STORED_RECORD_SCHEMA.fieldNames()))
     else:
-        records = utc.create_frame(spark, [], RECORD_SCHEMA)
+        records = utc.create_frame(spark, [], STORED_RECORD_SCHEMA)
     # Bad and NUL lines are known for the files parsed now; the others' come from their kept accounting.
     line_counts = utc.create_frame(
         spark, [(e.source, e.lines_read, *[(counts.get(e.source) or {}).get(k) for k in LINE_CHECKS], e.longest_line)
@@ -358,6 +357,17 @@ def _parse_with_cache(spark: SparkSession, bundle: Bundle, cache: ParseCache, sa
 #: Tables written at once. Writing a small table is mostly driver work (planning, code generation,
 #: scheduling a few tiny tasks); several at a time keep every core busy instead of one.
 CONCURRENT_WRITES = 4
+
+
+def write_records(records: DataFrame, path: Path) -> None:
+    """Write ``records.parquet``, partitioned by ``candidate`` (see ``toolkit.schemas.CANDIDATE_COLUMN``)."""
+    records.write.mode("overwrite").partitionBy(CANDIDATE_COLUMN).parquet(str(path.resolve()))
+
+
+def read_records(spark: SparkSession, path: Path) -> DataFrame:
+    """``records.parquet`` read back, with its schema given (no job to infer it); a filter on ``candidate``
+    reads only that partition's files."""
+    return spark.read.schema(STORED_RECORD_SCHEMA).parquet(str(path.resolve()))
 
 
 def write_tables(tables: Mapping[str, DataFrame], paths: Mapping[str, str]) -> None:
@@ -438,10 +448,9 @@ def parse_bundle(
     if cache is not None and cache.link_records(file_keys, records_path):
         pass  # the cache holds every file's records already: link them, do not write them again
     else:
-        parsed.records.write.mode("overwrite").parquet(str(records_path.resolve()))
+        write_records(parsed.records, records_path)
     parsed.release()
-    # With its schema given, reading back plans without a job to infer it.
-    records = spark.read.schema(RECORD_SCHEMA).parquet(str(records_path.resolve()))
+    records = read_records(spark, records_path)
     state_digest = ""
     shutil.rmtree(out / "state", ignore_errors=True)  # an earlier run's facts must not join this bundle's
     if bundle.evidence:

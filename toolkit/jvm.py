@@ -97,6 +97,10 @@ _COLLECTOR_CHOICE = re.compile(r"-XX:\+Use(?:Serial|Parallel|ParallelOld|G1|Z|Sh
 #: The JVM's own warnings go to stderr, which is the Spark log
 #: file; by default they go to stdout, where they would mix with a command's JSON.
 LOG_OPTIONS = ("-Xlog:disable", "-Xlog:all=warning:stderr")
+#: Let the JIT compile methods of any size. HotSpot leaves a method of more than 8000 bytes of bytecode to the
+#: interpreter for good; the code Spark generates for reading one log line (a layout's fields, its time, the
+#: record's flags) is one such method, and interpreted it ran the per-line parse two to three times slower.
+JIT_OPTIONS = ("-XX:-DontCompileHugeMethods",)
 
 
 def input_bytes(paths: Iterable[str | os.PathLike]) -> int:
@@ -177,7 +181,7 @@ def driver_java_options(size: int | None, *, archive: bool = True, verify: bool 
     options the caller gives the session) or the environment choose a collector (:func:`collector_options`);
     with ``archive``, this machine's class archive when it has one (:mod:`toolkit.warmup` builds it); with
     ``verify``, bytecode verification stays on whatever the size (see :func:`skips_verification`)."""
-    options = list(LOG_OPTIONS)
+    options = [*LOG_OPTIONS, *JIT_OPTIONS]
     if is_small(size):
         options += QUICK_JIT_OPTIONS
         if not verify and skips_verification():

@@ -6,6 +6,7 @@ Each stage promises these columns; later stages may rely on them and nothing els
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    BooleanType,
     DataType,
     IntegerType,
     LongType,
@@ -41,5 +42,11 @@ RECORD_SCHEMA = StructType(
 )
 
 RECORD_COLUMNS: tuple[str, ...] = tuple(f.name for f in RECORD_SCHEMA.fields)
+
+#: ``records.parquet`` is partitioned by this column: true for the records a catalogue template, a configuration
+#: dump or a process-start marker may need (``toolkit.catalogue.gate``); classification reads only those.
+CANDIDATE_COLUMN = "candidate"
+#: The records as ``records.parquet`` holds them: :data:`RECORD_SCHEMA` and the partition column.
+STORED_RECORD_SCHEMA = StructType([*RECORD_SCHEMA.fields, StructField(CANDIDATE_COLUMN, BooleanType(), True)])
 
 UNPARSED = "unparsed"

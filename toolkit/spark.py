@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from toolkit import jvm
 from toolkit.shipped import env_switch
@@ -50,7 +51,8 @@ _BASE_CONF: dict[str, str] = {
     # extra round trips to the JVM per function, which made building the toolkit's plans 3x slower.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
-    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    # Executors of a cluster compile the generated per-line code too (see toolkit.jvm.JIT_OPTIONS).
+    "spark.executor.extraJavaOptions": " ".join(["-Duser.timezone=UTC", *jvm.JIT_OPTIONS]),
     # The constant maps of the classifier (dispatch word -> templates) and of the timeline (template ->
     # versions) hold hundreds of keys; at or above this size Spark looks a key up in a hash index built
     # once per query, below it (its default is 1000) it compares the key with every entry, for every row.
@@ -63,6 +65,9 @@ _BASE_CONF: dict[str, str] = {
     # input has about 700: a second analysis in the same session (a notebook re-run, ``serve``) found none
     # of them, so Janino compiled every class again and the JVM's JIT compiled the new classes once more.
     CODEGEN_CACHE_ENTRIES: "2000",
+    # records.parquet is partitioned (by candidate, and in the parse cache by file): with a writer open per
+    # partition value, a task writes its rows as they come instead of first sorting them all by partition.
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 #: The log4j2 configuration the embedded driver starts with: Spark's own logging goes to a file.
@@ -311,6 +316,29 @@ def describe(spark: SparkSession) -> str:
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect client session."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def where_computed(df: DataFrame, condition: Column) -> DataFrame:
+    """``df.where(condition)``, tested on ``df``'s computed columns.
+
+    Spark moves a filter below the projections that compute the columns it reads, writing their expressions
+    into the filter: an expensive column (a regular expression over every line, the template dispatch) is then
+    computed twice, once by the filter and once by the projection. The condition here is held in a column that
+    Spark may not move (it reads the partition id, which makes the projection nondeterministic), so the filter
+    stays above it and reads the column as computed."""
+    return (df.withColumn("_kept", F.when(condition, F.spark_partition_id()))
+            .where(F.col("_kept").isNotNull()).drop("_kept"))
+
+
+def with_own_code(df: DataFrame, columns: dict[str, Column]) -> DataFrame:
+    """``df.withColumns(columns)``, in generated code of its own when ``df`` ends in a union.
+
+    Spark moves a projection over a union into each of its branches, where it joins the code that computes
+    the branch: a long expression there (the redaction of every message) made one generated method too large
+    for the JIT to compile well, and every row of the branch ran slower. A projection that reads the partition
+    id stays above the union (it is nondeterministic); the value is the same, the code is apart."""
+    own = F.spark_partition_id() >= 0
+    return df.withColumns({name: F.when(own, column) for name, column in columns.items()})
 
 
 def computed_once(df: DataFrame, held: list[DataFrame] | None) -> DataFrame:

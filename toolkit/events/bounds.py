@@ -24,13 +24,14 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from toolkit.catalogue.gate import RUN_MARKER_HEADS
 from toolkit.events import runs as exact
 from toolkit.events.runs import BOUNDS_COLUMNS, STARTUP_BURST_SECONDS, tag_runs
 from toolkit.spark import computed_once
 
 #: Literal heads of every start marker (see ``runs._STRONG_START`` and ``runs._WEAK_START``): a record
 #: that starts with none of them cannot be a marker, so the regular expressions run on these only.
-MARKER_HEADS = ("StreamsConfig values:", "Kafka ", "stream-client [", "Starting NiFi ", "Launching NiFi...")
+MARKER_HEADS = RUN_MARKER_HEADS
 #: Seconds kept on either side of a marker's window (``tag_runs`` compares times in fractions of seconds).
 WINDOW_MARGIN_S = 2
 

@@ -30,16 +30,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from typing import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from toolkit.catalogue import (
-    FIELD_TYPES, ITEM_FIELDS, Template, literal_tokens, load_templates, logger_aliases, logger_wrappers,
-)
-from toolkit.redact import redact_text_col
+from toolkit.catalogue import FIELD_TYPES, ITEM_FIELDS, Template, load_templates
+from toolkit.catalogue.dispatch import KEY_CHARS, dispatch_plan
+from toolkit.catalogue.gate import worth_trying
+from toolkit.layouts.catalogue import FIELD_SEP
+from toolkit.layouts.fields import with_head_fields
+from toolkit.schemas import CANDIDATE_COLUMN
+from toolkit.spark import where_computed
+from toolkit.redact import redact_text_guarded_col
 from toolkit.regex import to_java_regex
 from toolkit.sqltext import sql_str
 
@@ -90,13 +93,8 @@ _EXCEPTION_CLASS = r"^\s*([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:Exception|Er
 _FULL_TEXT = "CASE WHEN stack IS NULL THEN _body ELSE concat(_body, '\\n', stack) END"
 
 
-def _nullif_empty(col: Column) -> Column:
-    # nullif keeps one evaluation of ``col`` (Spark binds it as a common expression)
-    return F.nullif(col, F.lit(""))
-
-
-def _prefix_part(name: str) -> Column:
-    return _nullif_empty(F.regexp_extract(F.col("message"), _PREFIX_JAVA, _PREFIX_GROUPS[name]))
+#: The prefix groups in the order the prefix rewrite writes them.
+_PREFIX_NAMES: tuple[str, ...] = tuple(sorted(_PREFIX_GROUPS, key=_PREFIX_GROUPS.get))
 
 
 def _prefix_kind(prefix: Column) -> Column:
@@ -116,124 +114,115 @@ def _prefix_kind(prefix: Column) -> Column:
     )
 
 
-def _with_prefix_parts(tagged: DataFrame) -> DataFrame:
-    """Add the detailed prefix groups (client id, group id, thread, task...) as ``_p_*`` columns."""
-    with_parts = tagged
-    for name in _PREFIX_GROUPS:
-        with_parts = with_parts.withColumn(f"_p_{name}", _prefix_part(name))
-    return with_parts.withColumn("_p_task_kind_any", F.coalesce(F.col("_p_task_kind"), F.col("_p_old_task_kind")))
+def _with_body(records: DataFrame) -> DataFrame:
+    """Records with their leading prefix's text (``_prefix``), the message after it (``_body``), the body's first
+    line (``_first``), the body and stack trace together (``_full``) and what the prefix is (``_prefix_kind``).
+
+    One anchored regex per record finds the prefix; what its groups say is read once per distinct prefix
+    (:func:`_prefix_facts`): a bundle's prefixes are its threads, clients and tasks, few next to its records."""
+    message = F.col("message")
+    lines = records.where(message.isNotNull()).withColumn("_prefix", F.regexp_extract(message, _PREFIX_JAVA, 0))
+    prefix = F.col("_prefix")
+    lines = lines.withColumn("_body", F.when(prefix != "", F.substring(message, F.length(prefix) + 1, F.lit(2**31 - 1)))
+                             .otherwise(message))
+    body = F.col("_body")
+    return lines.withColumns({
+        # single-line templates read the first line only (see Template.multiline)
+        "_first": F.when(body.contains("\n"), F.substring_index(body, "\n", 1)).otherwise(body),
+        "_full": F.expr(_FULL_TEXT),
+        "_prefix_kind": _prefix_kind(prefix),
+    })
 
 
-def _dispatch_keys(templates: Sequence[Template]) -> list[str]:
-    """Per template, the word of its literal shared by the fewest templates (longest on ties)."""
-    counts = Counter(w for t in templates for w in set(literal_tokens(t.literal)))
-    return [min(literal_tokens(t.literal), key=lambda w: (counts[w], -len(w))) for t in templates]
+def _prefix_facts(prefixes: DataFrame) -> DataFrame:
+    """Per distinct prefix (``_prefix``): its groups (``_p_*``) and what they say about the thread, client, process,
+    application, task and NiFi component (``_pf_*``), when the template's own groups do not say it."""
+    facts = with_head_fields(prefixes, "_pp", F.col("_prefix"), _PREFIX_PY, _PREFIX_NAMES)
+    parts = F.col("_pp_f")
+    facts = facts.withColumns({f"_p_{name}": F.nullif(F.get(parts, i + 1), F.lit(""))
+                               for i, name in enumerate(_PREFIX_NAMES)}).drop("_pp", "_pp_f")
+    client_thread = f"regexp_replace(_p_client_ref, {sql_str(_CLIENT_SUFFIX)}, '')"
+    facts = facts.selectExpr("*", f"{client_thread} AS _pf_client_thread")
+    facts = facts.selectExpr(
+        "*",
+        "coalesce(_p_task_kind, _p_old_task_kind) AS _pf_task_kind",
+        # thread from the prefix, never from the truncated %t column; the assignor prefix is <thread>-consumer
+        "coalesce(CASE WHEN _p_thread_kind IN ('stream-thread', 'state-updater', 'global-stream-thread')"
+        "      THEN regexp_replace(_p_thread_ref, '-consumer$', '') END,"
+        f" CASE WHEN _pf_client_thread RLIKE {sql_str(_STREAMS_THREAD)} THEN _pf_client_thread END) AS _pf_stream_thread",
+        "CASE WHEN _p_group_id NOT IN ('', 'null') THEN _p_group_id END AS _pf_group_id",
+        "CASE WHEN _p_thread_kind = 'stream-client' THEN _p_thread_ref END AS _pf_client_of_client",
+        f"nullif(regexp_extract(_pf_client_thread, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), '') AS _pf_client_of_consumer",
+        "coalesce(_p_task_ref, _p_old_task_ref) AS _pf_task",
+    )
+    facts = facts.selectExpr(
+        "*", f"nullif(regexp_extract(_pf_stream_thread, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), '') AS _pf_client_of_thread")
+    facts = facts.selectExpr(
+        "*", "coalesce(_pf_client_of_client, _pf_client_of_thread, _pf_client_of_consumer) AS _pf_client")
+    return facts.selectExpr(
+        "_prefix", "_p_thread_kind", "_p_component_type", "_p_component_id", "_pf_task_kind", "_pf_stream_thread",
+        "_pf_group_id", "_pf_client_of_client", "_pf_client_of_thread", "_pf_client_of_consumer", "_pf_task", "_pf_client",
+        f"nullif(regexp_extract(_pf_client, {sql_str('(' + _UUID + ')$')}, 1), '') AS _pf_process",
+        f"nullif(regexp_extract(_pf_client, {sql_str('^(.+)-' + _UUID + '$')}, 1), '') AS _pf_app",
+    )
 
 
 def _tag_templates(records: DataFrame, templates: Sequence[Template]) -> DataFrame:
-    """Records with ``_prefix``, ``_body``, ``_prefix_kind`` and ``_tidx`` (first matching template or null).
+    """Records with ``_p_*``, ``_body``, ``_first``, ``_prefix_kind`` and ``_tidx`` (first matching template in
+    priority order, or null), rows grouped by the templates they were tried against.
 
-    Candidate templates come from the message's words: a constant map word -> template numbers
-    (one dispatch word per template, taken from its literal) gives the few templates worth
-    trying. For those, ``contains(literal)`` and the prefix kind are checked before the regex, so
-    a regex only runs on real hits. Everything is a native higher-order function over constant
-    arrays; a CASE WHEN over hundreds of templates takes Spark's optimizer tens of seconds to
-    plan and outgrows the 64 KB generated-method limit.
-    """
-    keys = _dispatch_keys(templates)
-    by_key: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
-        by_key.setdefault(key, []).append(i)
-    # Constants go in as folded JSON literals (see _sql_const).
-    key_map = _sql_const(by_key, "map<string,array<int>>")
+    Candidates come from the body's first characters (:mod:`toolkit.catalogue.dispatch`): the anchored
+    templates they can open, each checked with ``contains(literal)`` and its prefix kind before its regex;
+    then the floating templates of higher priority than the one that matched (all of them when none did).
+    Rows are sorted by their first candidates within each partition, so the regex a row is checked against is
+    most often the one the row before it used, which Spark keeps compiled; the checks are a few native
+    higher-order functions over constant arrays."""
+    plan = dispatch_plan(templates)
     literals = _sql_array([t.literal for t in templates])
     patterns = _sql_array([t.java_pattern for t in templates])
     prefixes = _sql_array(["," + ",".join(t.prefix) + "," if t.prefix else "" for t in templates])
-    candidates = (
-        "array_sort(array_distinct(flatten(transform(array_distinct(split(message, '[^A-Za-z0-9]+')), "
-        f"w -> coalesce(try_element_at({key_map}, w), cast(array() as array<int>))))))"
-    )
     multiline = _sql_const([t.multiline for t in templates], "array<boolean>")
-    matches = (
-        f"i -> contains(message, get({literals}, i)) "
-        f"AND (get({prefixes}, i) = '' OR contains(get({prefixes}, i), concat(',', _prefix_kind, ','))) "
-        f"AND regexp_like(CASE WHEN get({multiline}, i) THEN {_FULL_TEXT} ELSE _first END, get({patterns}, i))"
-    )
-    # templates are in priority order, so the lowest matching number wins
-    tidx = F.expr(f"array_min(filter({candidates}, {matches}))")
+    key_map = _sql_const(plan.by_key, "map<string,array<int>>")
+    floating = _sql_const(plan.floating, "array<int>")
+    before = _sql_const(plan.floating_before, "array<array<int>>")
 
-    tagged = (
-        records.where(F.col("message").isNotNull())
-        .withColumn("_prefix", F.regexp_extract(F.col("message"), _PREFIX_JAVA, 0))
-        .withColumn("_body", F.expr("substr(message, length(_prefix) + 1)"))
-        # single-line templates read the first line only (see Template.multiline)
-        .withColumn("_first", F.expr("CASE WHEN contains(_body, '\\n') THEN substring_index(_body, '\\n', 1) ELSE _body END"))
-        .withColumn("_prefix_kind", _prefix_kind(F.col("_prefix")))
-    )
-    return tagged.withColumn("_tidx", tidx)
+    def text(i: str) -> str:
+        return f"CASE WHEN get({multiline}, {i}) THEN _full ELSE _first END"
+
+    def possible(i: str) -> str:
+        # The literal is looked for in the whole message, prefix included (a literal may begin before the body).
+        return (f"contains(message, get({literals}, {i})) "
+                f"AND (get({prefixes}, {i}) = '' OR contains(get({prefixes}, {i}), concat(',', _prefix_kind, ',')))")
+
+    def matches(i: str) -> str:
+        return f"regexp_instr({text(i)}, get({patterns}, {i})) > 0"
+
+    # Lambdas written as SQL text: a Python lambda gets a new variable name on every call (x_1, x_2...), which
+    # Spark's generated code carries, so a second analysis in one session could not reuse the first one's code.
+    opened = f"coalesce(try_element_at({key_map}, substr(_body, 1, {KEY_CHARS})), cast(array() AS array<int>))"
+    tagged = _with_body(records).withColumn("_cands", F.expr(f"filter({opened}, i -> {possible('i')})"))
+    tagged = tagged.withColumns({f"_c{k}": F.expr(f"try_element_at(_cands, {k})") for k in (1, 2, 3)})
+    tagged = tagged.sortWithinPartitions("_c1", "_c2", "_c3")
+    # Each candidate slot is an expression of its own: it keeps the regex it compiled last.
+    anchored = (f"CASE WHEN _c1 IS NOT NULL AND {matches('_c1')} THEN _c1"
+                f" WHEN _c2 IS NOT NULL AND {matches('_c2')} THEN _c2"
+                f" WHEN _c3 IS NOT NULL AND {matches('_c3')} THEN _c3"
+                f" WHEN size(_cands) > 3 THEN array_min(filter(slice(_cands, 4, size(_cands)), i -> {matches('i')})) END")
+    tagged = tagged.withColumn("_anchored", F.expr(anchored))
+    floats = (f"filter(CASE WHEN _anchored IS NULL THEN {floating} ELSE get({before}, _anchored) END,"
+              f" i -> {possible('i')} AND {matches('i')})")
+    tagged = tagged.withColumn("_tidx", F.expr(f"least(_anchored, array_min({floats}))"))
+    return tagged.drop("_cands", "_c1", "_c2", "_c3", "_anchored")
 
 
 def _split_by_gate(records: DataFrame, templates: Sequence[Template]) -> tuple[DataFrame, DataFrame]:
-    """(records worth trying against the templates, records no template can match).
-
-    The gate runs first, on its own: the template dispatch uses higher-order functions Spark does not
-    compile, and fed every line they would cost more than the whole parse.
-    """
-    gate = F.coalesce(_worth_trying(templates), F.lit(True))
+    """(records worth trying against the templates, records no template can match): by ``candidate`` where the
+    records carry it (``records.parquet``, partitioned by it), else by the gate itself."""
+    if CANDIDATE_COLUMN in records.columns:
+        gate = F.col(CANDIDATE_COLUMN)
+    else:
+        gate = F.coalesce(worth_trying(templates), F.lit(True))
     return records.where(gate), records.where(~gate)
-
-
-#: Levels at which every record is tried against the templates, whatever its logger.
-ALWAYS_TRY_LEVELS = ("WARN", "ERROR")
-
-
-def _logger_class(logger: Column) -> Column:
-    """``org.apache.kafka.streams.processor.internals.StreamThread$1`` / ``o.a.k.s.p.i.StreamThread`` -> ``StreamThread``."""
-    return F.substring_index(F.substring_index(logger, ".", -1), "$", 1)
-
-
-def _simple_class(logger: str) -> str:
-    return logger.rsplit(".", 1)[-1].split("$", 1)[0]
-
-
-#: Logger class endings always tried: consumer/config classes were split and renamed across client versions.
-ALWAYS_TRY_CLASS_SUFFIXES = ("Config", "Consumer", "Coordinator")
-#: Kafka Streams' package however a layout abbreviates it (``org.apache.kafka.streams.``, ``o.a.k.s.``,
-#: Quarkus' ``org.apa.kaf.str.``, logback's ``o.a.kafka.streams.``): always tried, its internals change
-#: class names across versions. Other packages are judged by their class name, which abbreviation keeps.
-_STREAMS_PACKAGE = r"^o[a-z]*\.a[a-z]*\.k[a-z]*\.s[a-z]*\."
-#: A logger printed whole: a dotted name, or a capitalised class name alone (``%c{1}``, ``%logger{0}``).
-_CLEAN_LOGGER = r"^(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*$"
-
-
-def _worth_trying(templates: Sequence[Template]) -> Column:
-    """Cheap test whether a record can match any template at all (most lines of a real log cannot).
-
-    A record is skipped only when the gate can tell cheaply that no template is printed under its
-    logger: the logger is printed whole (a dotted name or a capitalised class name), outside
-    Kafka Streams' package however abbreviated, and its class is neither a template's class nor a name
-    that class is printed under (``loggers.toml``); and the record is below WARN and carries none
-    of the literals of templates not tied to a logger (exception texts are logged by whoever caught
-    them). A missing logger, or one cut by a width pattern (``reamThread``, ``...Thread``), goes
-    through to the literal prefilter. The test is a few substring checks and a hash-set lookup.
-    """
-    unbound = [t for t in templates if not t.logger or t.logger == "-" or t.logger.endswith(("Exception", "Error"))]
-    classes = {_simple_class(t.logger) for t in templates if t not in unbound}
-    aliases = logger_aliases()
-    classes |= {name for base in classes for name in aliases.get(base, ())}
-    logger, cls = F.col("logger"), _logger_class(F.col("logger"))
-    gate = (logger.isNull() | (logger == "") | F.col("level").isNull() | F.col("level").isin(*ALWAYS_TRY_LEVELS)
-            | cls.isin(*sorted(classes)))
-    gate = gate | (logger.startswith("o") & logger.rlike(_STREAMS_PACKAGE))
-    for suffix in ALWAYS_TRY_CLASS_SUFFIXES:
-        gate = gate | cls.endswith(suffix)
-    gate = gate | ~logger.rlike(_CLEAN_LOGGER) | cls.isin(*logger_wrappers())
-    literals = sorted({t.literal for t in unbound}, key=lambda lit: (len(lit), lit))
-    # A literal that holds a shorter one adds nothing to the OR, only one more pass over every message.
-    for i, literal in enumerate(literals):
-        if not any(shorter in literal for shorter in literals[:i]):
-            gate = gate | F.col("message").contains(literal)
-    return gate
 
 
 def _sql_const(value: object, sql_type: str) -> str:
@@ -250,124 +239,128 @@ def _sql_array(values: Sequence[object]) -> str:
     return _sql_const(list(values), sql_type)
 
 
-def _extract(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
+def _extract(tagged: DataFrame, templates: Sequence[Template], facts: DataFrame | None = None) -> DataFrame:
     """Typed fields for records whose ``_tidx`` is set.
 
-    The chosen template's pattern and group numbers are looked up in constant arrays by
-    ``_tidx``, so each field is one ``regexp_extract`` with a per-row pattern; sorting by template
-    within each partition lets Spark reuse the compiled pattern across consecutive rows. The
-    expressions are SQL text applied in a handful of ``selectExpr`` calls (one analysis each); each
-    step below reads columns the previous ones added.
+    One regex per record: the chosen template's pattern, looked up by ``_tidx``, rewrites the text into the
+    values of every group the catalogue knows, in a fixed order (``_values``; :func:`_group`). Rows come grouped
+    by template (:func:`_tag_templates`), so Spark keeps each pattern compiled across the rows that use it. What
+    the prefix says is read once per distinct prefix (``facts``, :func:`_prefix_facts`; derived from ``tagged``
+    when not given) and joined. The expressions are SQL text applied in a handful of ``selectExpr`` calls (one
+    analysis each); each step carries only what a later step reads, so the code Spark generates stays small
+    enough for the JIT to compile well.
     """
     looked_up = _with_template_lookups(tagged, templates)
-    grouped = _with_group_texts(looked_up)
-    typed = _with_typed_fields(grouped)
-    identified = _with_partitions_and_ids(typed)
+    if facts is None:
+        facts = _prefix_facts(tagged.select("_prefix").distinct())
+    joined = looked_up.join(F.broadcast(facts), "_prefix", "left")
+    threads = _with_threads_and_lists(joined)
+    identified = _with_partitions_and_ids(threads)
     scalar = _with_process_and_single_partition(identified)
     with_app = _with_app_id(scalar)
-    out = _with_store_and_scalars(with_app)
-    return out.select(*[redact_text_col(F.col("message")).alias("message") if c == "message" else c for c in EVENT_COLUMNS])
+    return _events(with_app)
 
 
-#: Raw group texts extracted per template (``_g_<name>``): the typed fields plus the two lists.
+#: Raw group texts extracted per template: the typed fields plus the two lists, in the order of ``_values``.
 _GROUP_NAMES: tuple[str, ...] = (*FIELD_TYPES, "partitions", "tasks")
+#: What every step carries through: the record's own columns and what classification read off it.
+_CARRIED: tuple[str, ...] = ("source", "line_no", "host", "ts", "level", "thread", "logger", "message", "stack",
+                             "product", "template_id", "event", "also_events", "_prefix_kind", "_values")
 
 
-def _with_template_lookups(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
-    """The chosen template's facts per row: product, id, events, Java pattern, the text it reads,
-    its item regex and group numbers (``_gi_*``, ``_ii_*``), plus the prefix groups (``_p_*``)."""
-    groups = [t.groups for t in templates]
-    items = [t.item_groups for t in templates]
-    prefix_cols = [
-        f"nullif(regexp_extract(message, {sql_str(_PREFIX_JAVA)}, {idx}), '') AS _p_{name}"
-        for name, idx in _PREFIX_GROUPS.items()
-    ]
-    return tagged.sortWithinPartitions("_tidx").selectExpr(
-        "*",
-        *prefix_cols,
-        f"get({_sql_array([t.product for t in templates])}, _tidx) AS product",
-        f"get({_sql_array([t.id for t in templates])}, _tidx) AS template_id",
-        f"get({_sql_array([t.event for t in templates])}, _tidx) AS event",
-        f"get({_sql_const([list(t.also) for t in templates], 'array<array<string>>')}, _tidx) AS also_events",
-        f"get({_sql_array([t.java_pattern for t in templates])}, _tidx) AS _pattern",
-        f"CASE WHEN get({_sql_const([t.multiline for t in templates], 'array<boolean>')}, _tidx) THEN {_FULL_TEXT}"
-        " ELSE _first END AS _text",
-        f"get({_sql_array([t.java_item for t in templates])}, _tidx) AS _item",
-        *[f"get({_sql_array([g.get(n, 0) for g in groups])}, _tidx) AS _gi_{n}" for n in _GROUP_NAMES],
-        *[f"get({_sql_array([g.get(f, 0) for g in items])}, _tidx) AS _ii_{f}" for f in ITEM_FIELDS],
-    )
-
-
-def _with_group_texts(looked_up: DataFrame) -> DataFrame:
-    """The text of each group the template names (``_g_*``, null when absent or empty)."""
-    return looked_up.selectExpr(
-        "*",
-        "coalesce(_p_task_kind, _p_old_task_kind) AS _p_task_kind_any",
-        *[f"nullif(CASE WHEN _gi_{n} > 0 THEN regexp_extract(_text, _pattern, _gi_{n}) END, '') AS _g_{n}"
-          for n in _GROUP_NAMES],
-    )
+def _group(name: str) -> str:
+    """SQL for the text of group ``name`` (null when the template has none, or it matched nothing)."""
+    return f"nullif(try_element_at(_values, {_GROUP_NAMES.index(name) + 2}), '')"
 
 
 def _typed(name: str) -> str:
     """SQL for the group text of field ``name`` cast to its catalogue type."""
     kind = FIELD_TYPES[name]
-    return f"_g_{name}" if kind == "string" else f"try_cast(_g_{name} AS {kind})"
+    return _group(name) if kind == "string" else f"try_cast({_group(name)} AS {kind})"
 
 
-def _with_typed_fields(grouped: DataFrame) -> DataFrame:
-    """Typed fields read directly off the groups, the partition list items (``_i_*``), task ids, and what
-    the prefix says about thread, client, consumer group and NiFi component."""
-    item_arrays = [
-        f"CASE WHEN _g_partitions IS NOT NULL AND _ii_{f} > 0 THEN regexp_extract_all(_g_partitions, _item, _ii_{f}) END AS _i_{f}"
-        for f in ITEM_FIELDS
-    ]
-    client_thread = f"regexp_replace(_p_client_ref, {sql_str(_CLIENT_SUFFIX)}, '')"
-    return grouped.selectExpr(
-        "*",
-        *item_arrays,
-        f"CASE WHEN _g_tasks IS NOT NULL THEN regexp_extract_all(_g_tasks, {sql_str(_TASK_ITEM)}, 0) END AS task_ids",
-        # thread from the prefix, never from the truncated %t column; the assignor prefix is <thread>-consumer
-        "coalesce(_g_stream_thread,"
-        " CASE WHEN _p_thread_kind IN ('stream-thread', 'state-updater', 'global-stream-thread')"
-        "      THEN regexp_replace(_p_thread_ref, '-consumer$', '') END,"
-        f" CASE WHEN {client_thread} RLIKE {sql_str(_STREAMS_THREAD)} THEN {client_thread} END) AS stream_thread",
-        f"{client_thread} AS _client_thread",
-        "CASE WHEN _p_group_id NOT IN ('', 'null') THEN _p_group_id END AS _group_id",
-        "coalesce(_g_component_type, _p_component_type) AS component_type",
-        "coalesce(_g_component_id, _p_component_id) AS component_id",
-        f"coalesce(_g_error_class, nullif(regexp_extract(stack, {sql_str(_EXCEPTION_CLASS)}, 1), '')) AS error_class",
-        *[f"{_typed(n)} AS {n}" for n in FIELD_TYPES if n not in _DERIVED],
+def _whole_text_pattern(pattern: str) -> str:
+    """``pattern`` as a Java regex that matches a whole text at the pattern's first match (leftmost, as a search
+    finds it), so replacing the text by the groups leaves nothing else. Group numbers are unchanged."""
+    return f"^(?s:.*?)(?:{to_java_regex(pattern)})(?s:.*)$"
+
+
+def _group_replacement(template: Template) -> str:
+    """The replacement that writes ``template``'s groups in the order of :data:`_GROUP_NAMES`, each after a
+    separator (empty for a group it does not have)."""
+    groups = template.groups
+    return "".join(FIELD_SEP + (f"${groups[n]}" if n in groups else "") for n in _GROUP_NAMES)
+
+
+def _with_template_lookups(tagged: DataFrame, templates: Sequence[Template]) -> DataFrame:
+    """The chosen template's facts per row: product, id, events, the values of its groups (``_values``), its
+    item regex and item group numbers (``_ii_*``)."""
+    items = [t.item_groups for t in templates]
+    text = (f"CASE WHEN get({_sql_const([t.multiline for t in templates], 'array<boolean>')}, _tidx) THEN _full"
+            " ELSE _first END")
+    return tagged.selectExpr(
+        "source", "line_no", "host", "ts", "level", "thread", "logger", "message", "stack", "_prefix", "_prefix_kind",
+        f"get({_sql_array([t.product for t in templates])}, _tidx) AS product",
+        f"get({_sql_array([t.id for t in templates])}, _tidx) AS template_id",
+        f"get({_sql_array([t.event for t in templates])}, _tidx) AS event",
+        f"get({_sql_const([list(t.also) for t in templates], 'array<array<string>>')}, _tidx) AS also_events",
+        f"split(regexp_replace({text}, get({_sql_array([_whole_text_pattern(t.pattern) for t in templates])}, _tidx),"
+        f" get({_sql_array([_group_replacement(t) for t in templates])}, _tidx)), {sql_str(FIELD_SEP)},"
+        f" {len(_GROUP_NAMES) + 1}) AS _values",
+        f"get({_sql_array([t.java_item for t in templates])}, _tidx) AS _item",
+        *[f"get({_sql_array([g.get(f, 0) for g in items])}, _tidx) AS _ii_{f}" for f in ITEM_FIELDS],
     )
 
 
-def _with_partitions_and_ids(typed: DataFrame) -> DataFrame:
-    """The ``partitions`` struct array, and ``client_id``, ``task_id``, ``task_role`` from the template's
-    groups, else from the prefix, the stream thread or the single task of the list."""
+def _with_threads_and_lists(joined: DataFrame) -> DataFrame:
+    """The partition list items (``_i_*``), task ids, the stream thread, the client id and the NiFi component: the
+    template's own groups, else what the prefix says."""
+    stream_thread = _group("stream_thread")
+    return joined.selectExpr(
+        *_CARRIED, "_pf_client", "_pf_process", "_pf_app", "_pf_group_id", "_pf_task", "_pf_task_kind",
+        *[f"CASE WHEN {_group('partitions')} IS NOT NULL AND _ii_{f} > 0"
+          f" THEN regexp_extract_all({_group('partitions')}, _item, _ii_{f}) END AS _i_{f}" for f in ITEM_FIELDS],
+        f"CASE WHEN {_group('tasks')} IS NOT NULL THEN regexp_extract_all({_group('tasks')}, {sql_str(_TASK_ITEM)}, 0)"
+        " END AS task_ids",
+        f"coalesce({stream_thread}, _pf_stream_thread) AS stream_thread",
+        # the client: the template's, the stream client's, the one its thread belongs to, the consumer's
+        f"coalesce({_group('client_id')}, _pf_client_of_client,"
+        f" CASE WHEN {stream_thread} IS NOT NULL"
+        f" THEN nullif(regexp_extract({stream_thread}, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), '')"
+        " ELSE _pf_client_of_thread END, _pf_client_of_consumer) AS client_id",
+        f"coalesce({_group('component_type')}, _p_component_type) AS component_type",
+        f"coalesce({_group('component_id')}, _p_component_id) AS component_id",
+    )
+
+
+def _with_partitions_and_ids(threads: DataFrame) -> DataFrame:
+    """The ``partitions`` struct array, and ``task_id``, ``task_role`` from the template's groups, else from the
+    prefix or the single task of the list."""
     partitions = (
         "CASE WHEN _i_topic IS NOT NULL THEN transform(_i_topic, (t, i) -> named_struct("
         "'topic', t, 'partition', try_cast(get(_i_partition, i) AS int), 'offset', try_cast(get(_i_offset, i) AS bigint),"
         " 'end_offset', try_cast(get(_i_end_offset, i) AS bigint), 'records', try_cast(get(_i_records, i) AS bigint))) END"
     )
-    return typed.selectExpr(
-        "*",
+    role = f"lower(coalesce({_group('task_role')}, _pf_task_kind))"
+    return threads.selectExpr(
+        *_CARRIED, "task_ids", "stream_thread", "client_id", "component_type", "component_id", "_pf_client",
+        "_pf_process", "_pf_app", "_pf_group_id",
         f"{partitions} AS partitions",
-        "coalesce(_g_client_id,"
-        " CASE WHEN _p_thread_kind = 'stream-client' THEN _p_thread_ref END,"
-        f" nullif(regexp_extract(stream_thread, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), ''),"
-        f" nullif(regexp_extract(_client_thread, {sql_str(_CLIENT_ID_OF_THREAD)}, 1), '')) AS client_id",
-        "coalesce(_g_task_id, _p_task_ref, _p_old_task_ref, CASE WHEN size(task_ids) = 1 THEN task_ids[0] END) AS task_id",
-        "CASE WHEN lower(coalesce(_g_task_role, _p_task_kind_any)) IN ('standby', 'standby-task') THEN 'standby'"
-        " WHEN lower(coalesce(_g_task_role, _p_task_kind_any)) IN ('active', 'stream', 'stream-task', 'task') THEN 'active'"
-        " END AS task_role",
+        f"coalesce({_group('task_id')}, _pf_task, CASE WHEN size(task_ids) = 1 THEN task_ids[0] END) AS task_id",
+        f"CASE WHEN {role} IN ('standby', 'standby-task') THEN 'standby'"
+        f" WHEN {role} IN ('active', 'stream', 'stream-task', 'task') THEN 'active' END AS task_role",
     )
 
 
 def _with_process_and_single_partition(identified: DataFrame) -> DataFrame:
     """``process_id`` (the template's, else the UUID that ends the client id) and the scalar partition
     fields ``_s_*``: the template's own group, else the single list element."""
+    # A client id the prefix gave was read once for its prefix.
+    uuid = f"CASE WHEN client_id = _pf_client THEN _pf_process ELSE nullif(regexp_extract(client_id, '({_UUID})$', 1), '') END"
     return identified.selectExpr(
-        "*",
-        f"coalesce(_g_process_id, nullif(regexp_extract(client_id, '({_UUID})$', 1), '')) AS process_id",
+        *_CARRIED, "task_ids", "stream_thread", "client_id", "component_type", "component_id", "partitions",
+        "task_id", "task_role", "_pf_client", "_pf_app", "_pf_group_id",
+        f"coalesce({_group('process_id')}, {uuid}) AS process_id",
         *[
             f"coalesce({_typed(f)}, CASE WHEN size(partitions) = 1 THEN partitions[0].{f} END) AS _s_{f}"
             for f in ITEM_FIELDS
@@ -378,29 +371,35 @@ def _with_process_and_single_partition(identified: DataFrame) -> DataFrame:
 def _with_app_id(scalar: DataFrame) -> DataFrame:
     """``app_id``: the template's, else the consumer group, the client id before its process UUID, or the
     changelog topic's name before ``-<store>-changelog``."""
+    store = _group("store")
     changelog_app = (
-        "CASE WHEN _g_store IS NOT NULL AND endswith(_s_topic, concat('-', _g_store, '-changelog'))"
-        " THEN substr(_s_topic, 1, length(_s_topic) - length(_g_store) - 11) END"
+        f"CASE WHEN {store} IS NOT NULL AND endswith(_s_topic, concat('-', {store}, '-changelog'))"
+        f" THEN substr(_s_topic, 1, length(_s_topic) - length({store}) - 11) END"
     )
+    of_client = f"CASE WHEN client_id = _pf_client THEN _pf_app ELSE nullif(regexp_extract(client_id, '^(.+)-{_UUID}$', 1), '') END"
     return scalar.selectExpr(
-        "*",
-        f"coalesce(_g_app_id, _group_id, nullif(regexp_extract(client_id, '^(.+)-{_UUID}$', 1), ''), nullif({changelog_app}, '')) AS app_id",
+        "*", f"coalesce({_group('app_id')}, _pf_group_id, {of_client}, nullif({changelog_app}, '')) AS app_id",
     )
 
 
-def _with_store_and_scalars(with_app: DataFrame) -> DataFrame:
-    """``store`` (the template's, else read off ``<app_id>-<store>-changelog``), ``prefix_kind`` and the
-    scalar partition fields under their own names."""
+def _events(with_app: DataFrame) -> DataFrame:
+    """The events table's columns (:data:`EVENT_COLUMNS`): ``store`` (the template's, else read off
+    ``<app_id>-<store>-changelog``), the typed fields read directly off the groups, ``error_class`` (the
+    template's, else the stack trace's first exception), the scalar partition fields under their own names and
+    the message, redacted."""
     store_from_topic = (
         "CASE WHEN startswith(_s_topic, concat(app_id, '-')) AND endswith(_s_topic, '-changelog')"
         " THEN substr(_s_topic, length(app_id) + 2, length(_s_topic) - length(app_id) - 11) END"
     )
-    return with_app.selectExpr(
-        "*",
-        f"coalesce(_g_store, nullif({store_from_topic}, '')) AS store",
-        "_prefix_kind AS prefix_kind",
-        *[f"_s_{f} AS {f}" for f in ITEM_FIELDS],
-    )
+    computed = {
+        "store": f"coalesce({_group('store')}, nullif({store_from_topic}, ''))",
+        "prefix_kind": "_prefix_kind",
+        "error_class": f"coalesce({_group('error_class')}, nullif(regexp_extract(stack, {sql_str(_EXCEPTION_CLASS)}, 1), ''))",
+        **{f: f"_s_{f}" for f in ITEM_FIELDS},
+        **{n: _typed(n) for n in FIELD_TYPES if n not in _DERIVED},
+    }
+    out = with_app.selectExpr(*[f"{computed[c]} AS {c}" if c in computed else c for c in EVENT_COLUMNS])
+    return out.withColumn("message", redact_text_guarded_col(F.col("message")))
 
 
 _DERIVED = frozenset(
@@ -421,5 +420,5 @@ def classify(records: DataFrame, templates: Sequence[Template] | None = None) ->
     if not templates:
         raise ValueError("classify needs at least one template")
     candidates, _ = _split_by_gate(records, templates)
-    tagged = _tag_templates(candidates, templates).where(F.col("_tidx").isNotNull())
+    tagged = where_computed(_tag_templates(candidates, templates), F.col("_tidx").isNotNull())
     return _extract(tagged, templates)

@@ -23,7 +23,7 @@ from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates
 from toolkit.events.config import extract_config
 from toolkit.events.runs import tag_runs
 from toolkit.events.shapes import shapes_of
-from toolkit.spark import release
+from toolkit.spark import release, where_computed
 
 #: The tables derived from all records that every analysis needs, in the order they are written.
 DERIVED_TABLES: tuple[str, ...] = ("events", "config", "run_bounds")
@@ -52,6 +52,7 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     :func:`toolkit.events.bounds.run_bounds` runs about ten Spark jobs, each with its fixed cost.
     """
     templates = list(load_templates() if templates is None else templates)
+    # Records no template can match (records.parquet's other partition) are read by the run bounds only.
     candidates, hopeless = _split_by_gate(records, templates)
     tagged = _tag_templates(candidates, templates)
     held: list[DataFrame] = []
@@ -59,10 +60,11 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
         tagged = tagged.persist(StorageLevel.DISK_ONLY)
         held.append(tagged)
     tables = {
-        "events": tag_runs(_extract(tagged.where(F.col("_tidx").isNotNull()), templates)),
-        "config": extract_config(records),
+        "events": tag_runs(_extract(where_computed(tagged, F.col("_tidx").isNotNull()), templates)),
+        # Every dump is a candidate (toolkit.catalogue.gate): the other records are never read for it.
+        "config": extract_config(candidates),
         "run_bounds": exact.run_bounds(records) if exact_bounds else run_bounds(records, held),
     }
     if shapes:
-        tables[SHAPES_TABLE] = shapes_of(tagged.where(F.col("_tidx").isNull()), hopeless)
+        tables[SHAPES_TABLE] = shapes_of(where_computed(tagged, F.col("_tidx").isNull()), hopeless)
     return DerivedTables(tables=tables, release=lambda: release(held))

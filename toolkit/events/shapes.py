@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from toolkit.catalogue import Template, load_templates
 from toolkit.events.classifier import _UUID, _split_by_gate, _tag_templates
 from toolkit.redact import redact_text_col
+from toolkit.spark import where_computed
 
 
 def message_shape(message: Column) -> Column:
@@ -30,7 +31,7 @@ def unknown_shapes(records: DataFrame, limit: int = 50, templates: Sequence[Temp
     """
     templates = list(load_templates() if templates is None else templates)
     candidates, hopeless = _split_by_gate(records, templates)
-    return shapes_of(_tag_templates(candidates, templates).where(F.col("_tidx").isNull()), hopeless, limit)
+    return shapes_of(where_computed(_tag_templates(candidates, templates), F.col("_tidx").isNull()), hopeless, limit)
 
 
 SHAPE_COLUMNS = ("logger", "message", "source", "line_no")
