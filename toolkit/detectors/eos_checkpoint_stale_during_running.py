@@ -23,6 +23,7 @@ from types import SimpleNamespace
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from toolkit import utc
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
 from toolkit.detectors.common import (
     EOS_RUN_SQL,
@@ -53,27 +54,23 @@ CAPTURE_AFTER_RUN = timedelta(minutes=10)
 NOT_PROCESSING = ("suspended", "closed-clean", "closed-dirty", "recycled", "migrated")
 
 
-def _task_phases(tl, keys: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], list]:
-    """Each (host, run, task)'s lifecycle rows (``role``, ``phase``, ``start``), oldest first: what the task was on
-    the host when, in that run only (an earlier run's last phase says nothing of this one)."""
+def _not_processing(tl, asked: set[tuple]) -> set[tuple]:
+    """The (host, run, task, time) keys of ``asked`` whose last lifecycle in that run (an earlier run's last phase says
+    nothing of this one) that began at or before the asked time is a standby's, or an active task's that was
+    suspended or closed: a checkpoint is expected then. One row per key comes back, however many phases the
+    tasks went through (an eventful bundle has hundreds of thousands)."""
+    keys = sorted(k for k in asked if k[2] is not None and k[3] is not None)
     if not keys:
-        return {}
-    where = " AND ".join((sql_in("host", sorted({h for h, _, _ in keys})),
-                          sql_in("run_id", sorted({r for _, r, _ in keys})),
-                          sql_in("task_id", sorted({t for _, _, t in keys}))))
-    phases: dict[tuple[str, str, str], list] = {}
-    for row in all_rows(tl.task_lifecycles.where(where).select("host", "run_id", "task_id", "role", "phase", "start"),
-                        "task phases"):
-        if row.start is not None:
-            phases.setdefault((row.host, row.run_id, row.task_id), []).append(row)
-    return {key: sorted(rows, key=lambda r: r.start) for key, rows in phases.items()}
-
-
-def _not_processing_at(phases: dict[tuple[str, str, str], list], key: tuple[str, str, str | None], at) -> bool:
-    """The task's last lifecycle in the run (``key``: host, run, task) that began at or before ``at`` is a
-    standby's, or an active task's that was suspended or closed: a checkpoint is expected then."""
-    before = [r for r in phases.get(key, []) if at is not None and r.start <= at]
-    return bool(before) and (before[-1].role == "standby" or before[-1].phase in NOT_PROCESSING)
+        return set()
+    wanted = utc.create_frame(tl.task_lifecycles.sparkSession, keys,
+                              "host string, run_id string, task_id string, _at timestamp")
+    phases = tl.task_lifecycles.select("host", "run_id", "task_id", "role", "phase", "start").join(
+        F.broadcast(wanted), ["host", "run_id", "task_id"]).where("start IS NOT NULL AND start <= _at")
+    last = phases.groupBy("host", "run_id", "task_id", "_at").agg(
+        F.max_by(F.struct("role", "phase"), "start").alias("_last")).where(
+        (F.col("_last.role") == "standby") | F.col("_last.phase").isin(*NOT_PROCESSING))
+    return {(r.host, r.run_id, r.task_id, r._at)
+            for r in all_rows(last.select("host", "run_id", "task_id", "_at"), "tasks not processing")}
 
 
 def _frozen_captures(tl, runs) -> list:
@@ -92,8 +89,8 @@ def _frozen_captures(tl, runs) -> list:
                    and unix_seconds(f.capture_time) - unix_seconds(f.file_mtime) > STALE_AFTER_S)
             if during and old:
                 frozen.append(SimpleNamespace(**f.asDict(), version=run.version, judged_run=run.run_id))
-    phases = _task_phases(tl, {(f.host, f.judged_run, f.task_id) for f in frozen if f.task_id})
-    active = [f for f in frozen if not _not_processing_at(phases, (f.host, f.judged_run, f.task_id), f.capture_time)]
+    idle = _not_processing(tl, {(f.host, f.judged_run, f.task_id, f.capture_time) for f in frozen})
+    active = [f for f in frozen if (f.host, f.judged_run, f.task_id, f.capture_time) not in idle]
     return in_spark_order(active, key=lambda r: (r.host, r.task_id, r.topic, r.partition, r.source, r.file))[:MAX_ROWS]
 
 
@@ -109,7 +106,8 @@ def _lonely_writes(tl, runs) -> list:
     writes = all_rows(last.where("kind = 'written' AND origin = 'log' AND task_id IS NOT NULL AND ts >= _last").select(
         "host", "run_id", "task_id", "topic", "partition", "offset", "ts", "source", "line_no"),
         "last checkpoint writes of exactly-once tasks")
-    phases = _task_phases(tl, {(w.host, w.run_id, w.task_id) for w in writes})
+    idle = _not_processing(tl, {(w.host, w.run_id, w.task_id, run_of[(w.host, w.run_id)].end)
+                                for w in writes if (w.host, w.run_id) in run_of})
     lonely = []
     for w in writes:
         run = run_of.get((w.host, w.run_id))
@@ -117,7 +115,7 @@ def _lonely_writes(tl, runs) -> list:
         # and only a task that then resumes processing with that file still on disk is the fault (KAFKA-10362;
         # from 2.6.2 the resume deletes it, a later delete that makes this write no last write).
         if (run is not None and run.end is not None and unix_seconds(run.end) - unix_seconds(w.ts) > STALE_AFTER_S
-                and not _not_processing_at(phases, (w.host, w.run_id, w.task_id), run.end)):
+                and (w.host, w.run_id, w.task_id, run.end) not in idle):
             lonely.append(SimpleNamespace(**w.asDict(), version=run.version))
     return in_spark_order(lonely, key=lambda r: (r.host, r.task_id, r.ts, r.source, r.line_no))
 
