@@ -1,4 +1,4 @@
-"""The README says what the code does: figures, flags and outputs it states are checked against the code."""
+"""The documentation says what the code does: figures, flags and outputs it states are checked against the code."""
 
 from __future__ import annotations
 
@@ -8,31 +8,34 @@ from pathlib import Path
 
 from conftest import REPO
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+#: The pages that state them: the template count, which commands take --verbose, what parse writes.
+TABLES_PAGE, COMMANDS_PAGE, OUTPUTS_PAGE = (REPO / "docs" / page for page in
+                                            ("outputs/tables.md", "commands/index.md", "outputs/index.md"))
 
 
 def test_the_template_count_is_the_catalogues():
     from toolkit.catalogue import load_templates
 
-    (stated,) = re.findall(r"\((\d+) templates of Kafka", README)
+    (stated,) = re.findall(r"\((\d+) templates of Kafka", TABLES_PAGE.read_text(encoding="utf-8"))
     assert int(stated) == len(load_templates())
 
 
 def test_verbose_is_documented_for_exactly_the_commands_that_accept_it():
     from toolkit.cli import build_parser
 
-    (sentence,) = re.findall(r"`--verbose`, which (.+?) accept", README)
+    (sentence,) = re.findall(r"`--verbose`, which (.+?) accept", COMMANDS_PAGE.read_text(encoding="utf-8"))
     documented = set(re.findall(r"`([a-z-]+)`", sentence))
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     accepting = {name for name, sub in commands.items() if "--verbose" in sub._option_string_actions}
     assert documented == accepting == {"parse", "timeline", "report"}
 
 
-def test_parse_writes_what_the_readme_lists_and_state_tables_only_with_state_evidence(spark, tmp_path):
+def test_parse_writes_what_the_docs_list_and_state_tables_only_with_state_evidence(spark, tmp_path):
     from toolkit.bundle import OUTPUT_MARKER
     from toolkit.cli import EXIT_OK, main
 
-    (row,) = [line for line in README.splitlines() if line.startswith("| `stream-incident parse BUNDLE --out DIR` |")]
+    (row,) = [line for line in OUTPUTS_PAGE.read_text(encoding="utf-8").splitlines()
+              if line.startswith("| `stream-incident parse BUNDLE --out DIR` |")]
     listed, conditional = row.split("and `state/*.parquet` only when the bundle holds state evidence")
     listed_files = set(re.findall(r"`([a-z_]+\.(?:parquet|json))`", listed))
 

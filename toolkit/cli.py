@@ -1,6 +1,6 @@
 """``stream-incident`` command line.
 
-Exit codes (also in the README):
+Exit codes (also in docs/commands/exit-codes.md):
 
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);

@@ -1,4 +1,4 @@
-"""Column contracts shared by the pipeline stages (see the README's "Tables" section).
+"""Column contracts shared by the pipeline stages (see docs/outputs/tables.md).
 
 Each stage promises these columns; later stages may rely on them and nothing else.
 """

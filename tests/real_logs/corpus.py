@@ -1,6 +1,6 @@
 """The real-log corpus: manifests, hand-written expectations, and one Spark run of the toolkit over all of it.
 
-Used by ``tests/test_real_logs.py`` (thresholds) and ``tests/real_logs/coverage.py`` (the README table).
+Used by ``tests/test_real_logs.py`` (thresholds) and ``tests/real_logs/coverage.py`` (the table of ``docs/development/real-logs.md``).
 Format of the files: ``tests/real_logs/README.md``.
 """
 

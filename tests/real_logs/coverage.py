@@ -1,8 +1,8 @@
 """Regenerate the real-log corpus coverage table (per product and layout/wrapper) and, with
-``--readme``, write it into the repository README between its coverage markers.
+``--docs``, write it into ``docs/development/real-logs.md`` between its coverage markers.
 
-    python -m tests.real_logs.coverage [--readme]
-    python tests/real_logs/coverage.py [--readme]
+    python -m tests.real_logs.coverage [--docs]
+    python tests/real_logs/coverage.py [--docs]
 
 Runs the whole corpus through the toolkit in one local Spark session (a minute or two).
 """
@@ -22,7 +22,9 @@ else:  # run as a script
     from corpus import analyse_corpus, coverage_rows, event_label_counts, load_corpus, totals  # type: ignore[no-redef]
 
 REPO = Path(__file__).resolve().parents[2]
-BEGIN = "<!-- real-log coverage: begin (python -m tests.real_logs.coverage --readme) -->"
+BEGIN = "<!-- real-log coverage: begin (python -m tests.real_logs.coverage --docs) -->"
+#: The documentation page that shows the table.
+PAGE = REPO / "docs" / "development" / "real-logs.md"
 END = "<!-- real-log coverage: end -->"
 
 
@@ -68,19 +70,19 @@ def markdown(results) -> str:
     return "\n".join(out)
 
 
-def write_readme(table: str, readme: Path = REPO / "README.md") -> None:
-    text = readme.read_text(encoding="utf-8")
+def write_page(table: str, page: Path = PAGE) -> None:
+    text = page.read_text(encoding="utf-8")
     block = f"{BEGIN}\n{table}\n{END}"
     if BEGIN in text and END in text:
         text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m: block, text, flags=re.S)
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
-    readme.write_text(text, encoding="utf-8")
+    page.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--docs", action="store_true", help="write the table into docs/development/real-logs.md")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     from toolkit.spark import get_spark
@@ -96,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     table = markdown(results)
     print(table)
-    if args.readme:
-        write_readme(table)
+    if args.docs:
+        write_page(table)
     return 0
 
 
