@@ -28,6 +28,7 @@ CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
     "FLOWFILE_REPO_INITIALIZED": ("flowfile", "initialized"),
     "FLOWFILE_REPO_RESTORED": ("flowfile", "restored"),
     "FLOWFILE_REPO_ORPHANED": ("flowfile", "orphaned"),
+    "FLOWFILE_REPO_ORPHANS_DROPPED": ("flowfile", "orphans_dropped"),
     "STATE_PROVIDER_CHECKPOINT_FAILED": ("local_state", "checkpoint_failed"),
     "WAL_RECOVERY_STARTED": (None, "recovery_started"),
     "WAL_SNAPSHOT_MISSING": (None, "snapshot_missing"),
@@ -96,7 +97,7 @@ def checkpoint_rows_from_logs(events: DataFrame) -> DataFrame:
     swap = ("CASE WHEN event = 'FLOWFILE_REPO_RESTORED' THEN count"
             " WHEN event IN ('WAL_CHECKPOINTED', 'WAL_SNAPSHOT_RESTORED') THEN count"
             " WHEN event = 'WAL_SNAPSHOT_RECOVERED' THEN CAST(detail AS BIGINT) END")
-    records = "CASE WHEN event = 'FLOWFILE_REPO_ORPHANED' THEN count ELSE records END"
+    records = "CASE WHEN event IN ('FLOWFILE_REPO_ORPHANED', 'FLOWFILE_REPO_ORPHANS_DROPPED') THEN count ELSE records END"
     max_tx = ("CASE WHEN event IN ('WAL_CHECKPOINTED', 'WAL_SNAPSHOT_RECOVERED', 'WAL_SNAPSHOT_RESTORED')"
               " THEN offset END")
     problem = (f"CASE WHEN event IN ({sql_list(_PROBLEM_EVENTS)})"
