@@ -115,10 +115,16 @@ def checkpoint_rows_from_capture(files: DataFrame) -> DataFrame:
     rows = files.where("kind IN ('snapshot', 'snapshot_partial', 'journal')").selectExpr(
         "host", "repository", "mtime AS ts", "kind", "records",
         "'capture' AS origin", "path", "mtime AS file_mtime", "capture_time", "complete",
-        "coalesce(problem, note) AS problem", "source",
+        # damage, or content the capture could not copy; other notes (a partial checkpoint next to its snapshot,
+        # 1.x files next to 2.x ones) are not problems of the file
+        "coalesce(problem, CASE WHEN note LIKE 'content not captured%' THEN note END) AS problem", "source",
         "CASE WHEN kind = 'journal' THEN last_transaction_id ELSE max_transaction_id END AS max_transaction_id",
     )
     return _conform(rows, "nifi_checkpoints")
+
+
+#: A flow component's id (framework services use their class name as the state's component id).
+_UUID = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
 def _millis_to_ts(text: str) -> str:
