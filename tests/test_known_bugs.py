@@ -10,12 +10,12 @@ from toolkit.knowledge.versions import VersionError, parse_range, parse_version
 
 REQUIRED_IDS = {"KAFKA-20685", "KAFKA-8187", "KAFKA-7672", "NIFI-16003", "KAFKA-10362", "KAFKA-12634",
                 "KAFKA-16025", "KAFKA-12679", "KAFKA-6647", "NIFI-16066", "KAFKA-10199", "KAFKA-16017",
-                "KIP-892", "KIP-1035"}
+                "KIP-892", "KIP-1035", "NIFI-14392"}
 
 DETECTOR_IDS = {"eos-stale-restore-checkpoint", "standby-lock-stale-checkpoint", "restore-skipped-after-reassignment",
                 "alos-crash-reprocessing", "kinesis-checkpoint-migration-loss", "lock-contention",
                 "restore-from-scratch", "eos-task-corruption-wipe", "unclean-shutdown", "cleaner-races-assignment",
-                "rebalance-storm", "eos-checkpoint-stale-during-running"}
+                "rebalance-storm", "eos-checkpoint-stale-during-running", "nifi-component-state-reset"}
 
 
 def verdict(bug_id: str, version: str | None = None, version_range=None):
@@ -49,6 +49,7 @@ def test_design_notes_are_not_bugs():
     assert get_known_bug("KIP-892").kind == "design"
     assert get_known_bug("KIP-1035").kind == "design"
     assert get_known_bug("KAFKA-10199").kind == "design"
+    assert get_known_bug("NIFI-14392").kind == "design"
 
 
 def test_bugs_for_detector_lists_bugs_before_design_notes():
@@ -158,6 +159,10 @@ def test_nifi_16003_seed_versions():
     not_affected = verdict("NIFI-16003", "2.8.0")
     assert not_affected.status == "not_affected" and "2.9.0" in not_affected.sentence
     assert verdict("NIFI-16066", "2.10.0").status == "affected"
+    # 2.x never reads 1.x local state (the NIFI-14392 migration was not merged): every 2.x release, no fix
+    assert verdict("NIFI-14392", "2.0.0").status == "affected"
+    assert verdict("NIFI-14392", "2.11.0").status == "affected"
+    assert verdict("NIFI-14392", "1.28.1").status == "not_affected"
 
 
 def test_unknown_version_cannot_tell():

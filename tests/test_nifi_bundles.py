@@ -106,3 +106,26 @@ def test_checkpoints_stopped_measures_the_gap(analysed):
     assert 400 < finding.impact.figures["gap_s"] < 500 and 19 < finding.impact.figures["interval_s"] < 22
     kinds = {r.kind for r in analysis.timeline.nifi_checkpoints.where(F.col("repository") == "flowfile").collect()}
     assert {"checkpointed", "wal_checkpointed", "checkpoint_failed", "journal_poisoned", "restored"} <= kinds
+
+
+def test_the_upgrade_loss_names_the_live_processor_and_not_the_removed_ones(analysed):
+    _analysis, findings = analysed("nifi-upgrade-state-not-carried-over-1.28.1-2.9.0")
+    resets = [f for f in findings if f.detector == "nifi-component-state-reset" and f.severity in RAISED]
+    assert len(resets) == 1 and "ListSFTP[id=018f3a1c-5b2e-1000-9a7d-2c4e6f8a0b13]" in resets[0].title
+    assert resets[0].confidence == "confirmed" and "NIFI-14392" in resets[0].explanation
+    assert resets[0].impact.figures["relisted_records"] == 21804 + 17
+    # the twin's capture really holds the empty 1.x records of three removed processors (and the key store's)
+    analysis, _ = analysed("nifi-upgrade-removed-components-1.28.1-2.9.0-healthy")
+    v1 = analysis.timeline.nifi_state_changes.where("origin = 'capture' AND detail LIKE '% in snapshot%'")
+    assert sorted(r.entries_after for r in v1.collect()) == [0, 0, 0, 1]
+
+
+def test_a_live_copy_holds_what_a_stopped_node_would_call_damage(analysed):
+    analysis, findings = analysed("nifi-flowfile-repo-live-capture-2.9.0-healthy")
+    capture = {r.path: r for r in analysis.timeline.nifi_checkpoints.where("origin = 'capture'").collect()}
+    assert capture["journals/7731520.journal"].problem.startswith("truncated: transaction 7731525")
+    assert capture["checkpoint.partial"].kind == "snapshot_partial"
+    assert not [f for f in findings if f.detector == "nifi-flowfile-repo-not-restored"]
+    # FlowFiles whose queue is gone are kept (retain.orphaned.flowfiles, default true): in the timeline, no loss
+    orphaned = analysis.timeline.nifi_checkpoints.where("kind = 'orphaned'").collect()
+    assert [r.records for r in orphaned] == [3]

@@ -41,7 +41,7 @@ from toolkit.viz import (
 CHECKPOINT_COLOURS = {
     "checkpointed": "#6a51a3", "wal_checkpointed": "#bcbddc", "checkpoint_started": "#9e9ac8",
     "checkpoint_failed": "#d62728", "journal_poisoned": "#a50f15", "journal_truncated": "#fb6a4a",
-    "journal_nul_bytes": "#fb6a4a", "snapshot_empty": "#fb6a4a", "orphaned": "#fd8d3c",
+    "journal_nul_bytes": "#fb6a4a", "snapshot_empty": "#fb6a4a", "orphaned": "#fdd0a2", "orphans_dropped": "#fd8d3c",
     "recovery_started": "#74c476", "recovered": "#31a354", "restored": "#006d2c", "snapshot_recovered": "#a1d99b",
     "journal_recovered": "#c7e9c0", "snapshot": "#636363", "journal": "#969696", "snapshot_partial": "#bdbdbd",
 }

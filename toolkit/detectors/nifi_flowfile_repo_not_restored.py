@@ -3,19 +3,30 @@
 At start-up ``WriteAheadFlowFileRepository`` replays its write-ahead log (the ``checkpoint`` snapshot, then the
 journals) and logs ``Successfully restored {} FlowFiles and {} Swap Files``. After a kill, a power loss or a full
 disk the log may be damaged: a journal that ends inside a transaction (``Encountered unexpected End-of-File when
-reading journal file``), trailing NUL bytes, a 0-byte snapshot — each drops FlowFile updates — or FlowFiles whose
-queue is gone are dropped. The result is FlowFiles lost (or, for dropped updates, processed again).
+reading journal file``), trailing NUL bytes, a 0-byte snapshot — each drops FlowFile updates — or FlowFiles are
+dropped at recovery (one WARN line each; before 1.12 one line for all whose queue is gone). The result is FlowFiles
+lost (or, for dropped updates, processed again). FlowFiles whose queue is gone are *kept* from 1.12 on
+(``nifi.flowfile.repository.retain.orphaned.flowfiles`` defaults to true, NIFI-7706): ``On recovery, found {}
+FlowFiles whose queues no longer exists.`` alone is no loss.
 
 Decision (``nifi_checkpoints``, ``process_runs``): on a host, a run whose recovery logged damage (truncated
-journal, NUL bytes, empty snapshot, orphaned or dropped FlowFiles); or that restored less than half of what the
+journal, NUL bytes, empty snapshot, dropped FlowFiles); or that restored less than half of what the
 previous run's last checkpoint held (at least 100 FlowFiles) after a crash or error (a clean stop writes no
 checkpoint, so a queue drained since the last one restores less, rightly); or that recovered without ever logging
 a restore after an unclean stop.
-A capture whose FlowFile journal or checkpoint is damaged on disk is reported too (the next start will drop it).
+A capture whose FlowFile journal or checkpoint is damaged on disk is reported too (the next start will drop it),
+with one exception: a copy of a running node. ``LengthDelimitedJournal`` writes each transaction through a buffered
+stream, so a copy taken while NiFi runs often ends inside the newest journal's last transaction, and a checkpoint
+in progress leaves a ``checkpoint.partial`` (deleted at recovery when ``checkpoint`` exists). Those two are damage
+only when the node is known to have been stopped when it was copied; when the logs cannot tell, they are reported as
+``info``.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Evidence, Finding, Impact, detector
@@ -23,7 +34,10 @@ from toolkit.detectors.preconditions import all_of, any_of, rows_in
 from toolkit.detectors.common import evidence_at, events_of, fmt_int, fmt_ts, log_evidence, merge_evidence, missing_steps, rows
 
 ID = "nifi-flowfile-repo-not-restored"
-DAMAGE_KINDS = ("journal_truncated", "journal_nul_bytes", "snapshot_empty", "orphaned")
+DAMAGE_KINDS = ("journal_truncated", "journal_nul_bytes", "snapshot_empty", "orphans_dropped")
+#: A NiFi run that wrote log lines this long after the newest change in a copy of its repository was running when
+#: the copy was taken (a busy node writes its journal continuously and checkpoints every 20 s by default).
+LIVE_MARGIN_S = 30
 #: A restore below this share of the last checkpoint before the stop counts as partial.
 PARTIAL_SHARE = 0.5
 MIN_RECORDS_FOR_SHARE = 100
@@ -77,7 +91,7 @@ def _judge_run(tl, cp, host, previous, run):
     unclean = previous is not None and previous.end_kind in ("crash", "error")
     damage_rows = rows(damage.select("kind", "records"), 20)
     n_dropped = rows(dropped.agg(F.count(F.lit(1)).alias("n")), 1)[0].n
-    orphaned = sum(int(r.records or 0) for r in damage_rows if r.kind == "orphaned")
+    orphaned = sum(int(r.records or 0) for r in damage_rows if r.kind == "orphans_dropped")
     # NiFi does not checkpoint on a clean stop (WriteAheadFlowFileRepository#close only closes the journal): after
     # one, the restore replays the journal to what was queued at the stop, which a drained queue makes far lower
     # than the last checkpoint. Only after a crash or error can the gap be FlowFiles lost with the journal.
@@ -117,7 +131,7 @@ def _judge_run(tl, cp, host, previous, run):
         missing_evidence=missing_steps(ID) if not confirmed else [],
         impact=Impact(
             summary=(f"about {fmt_int(lost)} FlowFiles not restored" if lost is not None
-                     else f"{fmt_int(n_dropped + orphaned)} FlowFiles dropped or orphaned" if (n_dropped or orphaned)
+                     else f"{fmt_int(n_dropped + orphaned)} FlowFiles dropped at recovery" if (n_dropped or orphaned)
                      else "FlowFile updates in damaged journal transactions lost"),
             figures={"restored": restored, "last_checkpoint_records": last_cp.records if last_cp else None,
                      "dropped": n_dropped, "orphaned": orphaned, "damage": kinds},
@@ -128,24 +142,75 @@ def _judge_run(tl, cp, host, previous, run):
 
 
 def _damaged_captures(tl, cp) -> list[Finding]:
-    bad = cp.where((F.col("origin") == "capture") & (F.col("repository") == "flowfile")
-                   & F.col("problem").isNotNull() & ~F.col("problem").startswith("content not captured"))
-    found = rows(bad.select("host", "source", "path", "kind", "problem", "ts"), 20, order=["host", "path"])
+    capture = cp.where((F.col("origin") == "capture") & (F.col("repository") == "flowfile"))
+    folder = F.regexp_replace("path", r"(/journals)?/[^/]+$", "")
+    journal_no = F.regexp_extract("path", r"(\d+)\.journal$", 1).cast("long")
+    per_folder = Window.partitionBy("host", "source", "_folder")
+    marked = (capture.withColumn("_folder", folder)
+              .withColumn("_journal_no", F.when(F.col("kind") == "journal", journal_no))
+              .withColumn("_newest", F.col("_journal_no") == F.max("_journal_no").over(per_folder))
+              .withColumn("_copied", F.max(F.coalesce("capture_time", "file_mtime")).over(
+                  Window.partitionBy("host", "source"))))
+    # What a copy of a running node holds: the newest journal cut inside its last transaction, a partial checkpoint.
+    tail = ((F.col("kind") == "snapshot_partial")
+            | ((F.col("kind") == "journal") & F.coalesce(F.col("_newest"), F.lit(False))
+               & F.col("problem").startswith("truncated: transaction")))
+    bad = marked.where(F.col("problem").isNotNull() & ~F.col("problem").startswith("content not captured"))
+    found = rows(bad.select("host", "source", "path", "kind", "problem", "ts", "_copied", tail.alias("tail")),
+                 20, order=["host", "path"])
+    runs = rows(tl.process_runs.where(F.col("product") == "nifi").select("host", "start", "end", "end_kind"),
+                200, order=["host", "start"])
     by_host: dict[str, list] = {}
     for r in found:
-        by_host.setdefault(r.host, []).append(r)
+        state = _node_when_copied(r.host, r._copied, runs) if r.tail else "stopped"
+        if state != "running":
+            by_host.setdefault(r.host, []).append((r, state))
     findings = []
     for host, items in by_host.items():
-        facts = [Evidence(r.source, None, f"{r.path}: {r.problem}", "state", r.ts) for r in items]
+        facts = [Evidence(r.source, None, f"{r.path}: {r.problem}", "state", r.ts) for r, _ in items]
+        sure = any(state == "stopped" for _, state in items)
+        copied = items[0][0]._copied
+        explanation = (f"The FlowFile repository captured on {host} has damaged write-ahead-log files "
+                       f"({'; '.join(f'{r.path}: {r.problem}' for r, _ in items[:3])}). On its next start NiFi drops "
+                       "the damaged transactions: the FlowFile updates in them are lost.")
+        if not sure:
+            explanation = (f"The FlowFile repository captured on {host} ends inside a write ({'; '.join(f'{r.path}: {r.problem}' for r, _ in items[:3])}). "
+                           "A copy of a running NiFi looks like this (the journal is written through a buffered "
+                           "stream; a checkpoint.partial exists while a checkpoint is written): it is damage only if "
+                           f"NiFi was stopped when it was copied (newest file change {fmt_ts(copied)}), which the "
+                           "logs in the bundle do not show.")
         findings.append(Finding(
-            detector=ID, severity="warning", confidence="likely",
-            title=f"{host}: FlowFile repository files damaged on disk",
-            explanation=(f"The FlowFile repository captured on {host} has damaged write-ahead-log files "
-                         f"({'; '.join(f'{r.path}: {r.problem}' for r in items[:3])}). On its next start NiFi drops "
-                         "the damaged transactions: the FlowFile updates in them are lost."),
-            hosts=[host], ts=items[0].ts, evidence=facts,
-            missing_evidence=missing_steps(ID, "Keep the nifi-app.log of the next start (its recovery lines)"),
-            impact=Impact(summary="FlowFile updates in damaged transactions at risk",
+            detector=ID, severity="warning" if sure else "info", confidence="likely" if sure else "possible",
+            title=(f"{host}: FlowFile repository files damaged on disk" if sure
+                   else f"{host}: FlowFile repository copy ends inside a write (damage only if NiFi was stopped)"),
+            explanation=explanation,
+            hosts=[host], ts=items[0][0].ts, evidence=facts,
+            missing_evidence=missing_steps(ID, "Keep the nifi-app.log of the next start (its recovery lines)")
+            if sure else missing_steps(ID, "Say whether NiFi was running when the repository was copied (the "
+                                           "nifi-app.log around the copy, or a capture-state archive, which records "
+                                           "its time)"),
+            impact=Impact(summary="FlowFile updates in damaged transactions at risk" if sure
+                          else "none if NiFi was running when copied",
                           figures={"files": len(items)}, method="write-ahead-log framing read from the capture"),
         ))
     return findings
+
+
+def _node_when_copied(host: str, copied, runs) -> str:
+    """``running``, ``stopped`` or ``unknown``: the host's NiFi when a copy whose newest change is ``copied`` was made.
+
+    Running: a run started before it and wrote lines well after it. Stopped: the last run started before it ended
+    (crash, clean stop or error) by then, give or take the time between its last line and its last file write.
+    """
+    if copied is None:
+        return "unknown"
+    margin = timedelta(seconds=LIVE_MARGIN_S)
+    before = [r for r in runs if r.host == host and r.start is not None and r.start <= copied]
+    if not before:
+        return "unknown"
+    last = before[-1]
+    if last.end is not None and last.end >= copied + margin:
+        return "running"
+    if last.end_kind in ("crash", "clean", "error") and last.end is not None:
+        return "stopped"
+    return "unknown"

@@ -366,9 +366,10 @@ def read_tree(snap: Snapshot, host: str | None, source: str) -> tuple[list[dict]
                     row["last_transaction_id"] = max(ids) if ids else None
         by_rel[entry.rel] = row
         files.append(row)
-        if row["problem"]:
-            problems.append((f"{source}:{row['path']}", f"NiFi {repository} file: {row['problem']}"))
     _note_mixed_versions(files)
+    _note_partial_next_to_snapshot(files)
+    problems.extend((f"{source}:{row['path']}", f"NiFi {row['repository']} file: {row['problem']}")
+                    for row in files if row["problem"])
     states = _local_state_rows(decoded, by_rel, host, source, snap)
     return files, states, problems
 
@@ -384,6 +385,23 @@ def _note_mixed_versions(files: list[dict[str, Any]]) -> None:
         if row["version_hint"] == "1.x" and hints.get(key, set()) >= {"1.x", "2.x"}:
             row["note"] = ("1.x local state next to a 2.x write-ahead log: NiFi 2.x does not read the 1.x "
                            "files, so this state was not carried over")
+
+
+def _note_partial_next_to_snapshot(files: list[dict[str, Any]]) -> None:
+    """A ``checkpoint.partial`` (1.x local state: ``snapshot.partial``) next to its snapshot is never damage.
+
+    The snapshot writer fills the partial file through a buffered stream, fsyncs it, and only then deletes the
+    snapshot and renames the partial into place; recovery deletes a partial file whenever the snapshot exists
+    (``HashMapSnapshot#recover``, ``MinimalLockingWriteAheadLog#recover``). A copy of a running node often holds
+    one, empty or cut, because a checkpoint was being written when it was taken.
+    """
+    snapshots = {(row["source"], _wal_dir(row["path"])) for row in files if row["kind"] == "snapshot"}
+    for row in files:
+        if row["kind"] == "snapshot_partial" and (row["source"], _wal_dir(row["path"])) in snapshots:
+            if row["problem"]:
+                row["note"] = (f"{row['problem']}: a checkpoint was being written when this was copied; NiFi "
+                               "deletes the partial file at recovery because the snapshot exists")
+            row["problem"] = None
 
 
 def _local_state_rows(decoded: dict[str, _Decoded], by_rel: dict[str, dict[str, Any]], host: str | None,

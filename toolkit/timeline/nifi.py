@@ -28,6 +28,7 @@ CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
     "FLOWFILE_REPO_INITIALIZED": ("flowfile", "initialized"),
     "FLOWFILE_REPO_RESTORED": ("flowfile", "restored"),
     "FLOWFILE_REPO_ORPHANED": ("flowfile", "orphaned"),
+    "FLOWFILE_REPO_ORPHANS_DROPPED": ("flowfile", "orphans_dropped"),
     "STATE_PROVIDER_CHECKPOINT_FAILED": ("local_state", "checkpoint_failed"),
     "WAL_RECOVERY_STARTED": (None, "recovery_started"),
     "WAL_SNAPSHOT_MISSING": (None, "snapshot_missing"),
@@ -55,6 +56,10 @@ STATE_EVENTS: dict[str, str] = {
 LOCAL_STATE_THREAD = "Write-Ahead Local State Provider Maintenance"
 #: AbstractListProcessor's state key: the newest modification time already listed (epoch millis).
 LISTING_TIMESTAMP_KEY = "listing.timestamp"
+#: The state keys that hold a List processor's high-water mark (epoch millis), first found wins:
+#: ``AbstractListProcessor`` (ListFile, ListSFTP, ..., and ListHDFS before 1.23) ``listing.timestamp``;
+#: ListHDFS from 1.23 (NIFI-11178) ``latest.timestamp``; ListS3 ``currentTimestamp``.
+LISTING_TIMESTAMP_KEYS = (LISTING_TIMESTAMP_KEY, "latest.timestamp", "currentTimestamp")
 
 
 def _conform(df: DataFrame, name: str) -> DataFrame:
@@ -96,7 +101,7 @@ def checkpoint_rows_from_logs(events: DataFrame) -> DataFrame:
     swap = ("CASE WHEN event = 'FLOWFILE_REPO_RESTORED' THEN count"
             " WHEN event IN ('WAL_CHECKPOINTED', 'WAL_SNAPSHOT_RESTORED') THEN count"
             " WHEN event = 'WAL_SNAPSHOT_RECOVERED' THEN CAST(detail AS BIGINT) END")
-    records = "CASE WHEN event = 'FLOWFILE_REPO_ORPHANED' THEN count ELSE records END"
+    records = "CASE WHEN event IN ('FLOWFILE_REPO_ORPHANED', 'FLOWFILE_REPO_ORPHANS_DROPPED') THEN count ELSE records END"
     max_tx = ("CASE WHEN event IN ('WAL_CHECKPOINTED', 'WAL_SNAPSHOT_RECOVERED', 'WAL_SNAPSHOT_RESTORED')"
               " THEN offset END")
     problem = (f"CASE WHEN event IN ({sql_list(_PROBLEM_EVENTS)})"
@@ -114,10 +119,16 @@ def checkpoint_rows_from_capture(files: DataFrame) -> DataFrame:
     rows = files.where("kind IN ('snapshot', 'snapshot_partial', 'journal')").selectExpr(
         "host", "repository", "mtime AS ts", "kind", "records",
         "'capture' AS origin", "path", "mtime AS file_mtime", "capture_time", "complete",
-        "coalesce(problem, note) AS problem", "source",
+        # damage, or content the capture could not copy; other notes (a partial checkpoint next to its snapshot,
+        # 1.x files next to 2.x ones) are not problems of the file
+        "coalesce(problem, CASE WHEN note LIKE 'content not captured%' THEN note END) AS problem", "source",
         "CASE WHEN kind = 'journal' THEN last_transaction_id ELSE max_transaction_id END AS max_transaction_id",
     )
     return _conform(rows, "nifi_checkpoints")
+
+
+#: A flow component's id (framework services use their class name as the state's component id).
+_UUID = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
 def _millis_to_ts(text: str) -> str:
@@ -144,11 +155,18 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
         "first(current) AS current", "first(origin) AS origin_file",
         "first(file_mtime) AS file_mtime", "first(capture_time) AS capture_time",
         "first(version_hint) AS version_hint",
-        f"max(CASE WHEN key = {sql_str(LISTING_TIMESTAMP_KEY)} THEN value END) AS _listing",
+        *[f"max(CASE WHEN key = {sql_str(k)} THEN value END) AS _listing_{n}"
+          for n, k in enumerate(LISTING_TIMESTAMP_KEYS)],
     )])
+    found = [f"_listing_{n}" for n in range(len(LISTING_TIMESTAMP_KEYS))]
+    records = records.selectExpr(
+        "*", f"coalesce({', '.join(found)}) AS _listing",
+        "CASE " + " ".join(f"WHEN {c} IS NOT NULL THEN {sql_str(k)}" for c, k in zip(found, LISTING_TIMESTAMP_KEYS))
+        + " END AS _listing_key").drop(*found)
     order = "PARTITION BY host, source, version_hint, component_id ORDER BY record_no"
     applied = records.where("applied").selectExpr(
         "*", f"lag(entry_count) OVER ({order}) AS entries_before", f"lag(_listing) OVER ({order}) AS _listing_before",
+        f"lag(_listing_key) OVER ({order}) AS _listing_key_before",
         f"row_number() OVER ({order}) = 1 AS _first")
     kind = ("CASE WHEN update_type = 'DELETE' THEN 'deleted'"
             # A component that never held an entry is not cleared by an empty update (NiFi writes one per scope
@@ -160,7 +178,7 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
     detail = (
         "concat_ws('; ', concat('record ', update_type, ' version ', coalesce(CAST(state_version AS STRING), '-'),"
         " ' in ', path), CASE WHEN _listing_before IS NOT NULL OR _listing IS NOT NULL THEN concat("
-        f"{sql_str(LISTING_TIMESTAMP_KEY + ' ')}, coalesce(_listing_before, 'none'), ' -> ',"
+        "coalesce(_listing_key, _listing_key_before), ' ', coalesce(_listing_before, 'none'), ' -> ',"
         " coalesce(_listing, 'none')) END)"
     )
     changes = applied.selectExpr(
@@ -169,16 +187,22 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
         f"{_millis_to_ts('_listing_before')} AS listing_before", f"{_millis_to_ts('_listing')} AS listing_after",
         f"{detail} AS detail", "file_mtime", "source",
     )
-    # 1.x state next to a 2.x write-ahead log: 2.x never reads the 1.x files (no migration in the source). A
-    # component's current 1.x record is lost when its capture has 2.x records, none of them the component's.
+    # 1.x state next to a 2.x write-ahead log: 2.x never reads the 1.x files (WriteAheadLocalStateProvider#init
+    # recovers only its SequentialAccessWriteAheadLog, 2.0.0-2.11.0; NIFI-14392's migration was never merged, and
+    # it would have deleted the 1.x files). A component's current 1.x record is lost when its capture has 2.x
+    # records and the 1.x record held entries: 1.x writes an empty UPDATE for a removed component (onComponentRemoved
+    # -> clear) and its checkpoints carry that record forever, so an empty record is a component long gone, not
+    # state lost. A 2.x record of the same component is the state it built again after starting empty. Only flow
+    # components (UUIDs) count: framework services keep local state under their class name (1.x and 2.x
+    # StandardVerificationKeyService: JWT verification keys), which 2.x writes afresh; losing it ends sessions.
     has_v2 = "max(CASE WHEN version_hint = '2.x' THEN 1 ELSE 0 END) OVER"
     v1 = records.selectExpr(
         "*", f"{has_v2} (PARTITION BY host, source) = 1 AS _v2_capture",
-        f"{has_v2} (PARTITION BY host, source, component_id) = 1 AS _v2_component",
-    ).where("current AND update_type != 'DELETE' AND version_hint = '1.x'")
-    lost = (v1.where("host IS NOT NULL AND source IS NOT NULL AND _v2_capture"
-                     " AND NOT (component_id IS NOT NULL AND _v2_component)")
-            .selectExpr("host", "component_id", "coalesce(capture_time, file_mtime) AS ts",
+    ).where("current AND update_type != 'DELETE' AND version_hint = '1.x' AND coalesce(entry_count, 0) > 0"
+            f" AND component_id RLIKE {sql_str(_UUID)}")
+    lost = (v1.where("host IS NOT NULL AND source IS NOT NULL AND _v2_capture")
+            # the 1.x log's last write: the upgrade came after it, and the loss with the first 2.x start
+            .selectExpr("host", "component_id", "coalesce(file_mtime, capture_time) AS ts",
                         "'not_carried_over' AS kind", "'capture' AS origin", "state_version",
                         "entry_count AS entries_before", "0 AS entries_after",
                         f"{_millis_to_ts('_listing')} AS listing_before",

@@ -125,7 +125,8 @@ NIFI_CHECKPOINTS = struct(
     ("host", StringType()), ("run_id", StringType()), ("repository", StringType()), ("ts", TimestampType()),
     # checkpoint_started | checkpointed | checkpoint_failed | recovery_started | snapshot_missing |
     # snapshot_recovered | journal_recovered | journal_truncated | journal_nul_bytes | journal_poisoned |
-    # snapshot_empty | recovered | restored | orphaned | initialized | wal_checkpointed (the FlowFile repository's
+    # snapshot_empty | recovered | restored | orphaned (kept, 1.12+) | orphans_dropped (1.x before 1.12) |
+    # initialized | wal_checkpointed (the FlowFile repository's
     # write-ahead-log line next to its own 'checkpointed' line) | snapshot | snapshot_partial | journal (capture)
     ("kind", StringType()), ("records", LongType()), ("swap_files", LongType()), ("duration_ms", LongType()),
     ("max_transaction_id", LongType()), ("origin", StringType()), ("event", StringType()), ("thread", StringType()),
