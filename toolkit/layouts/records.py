@@ -419,7 +419,11 @@ def _second_pass(spark: SparkSession, bundle: Bundle, cat: Catalogue, readable: 
     borrowing = numbering.borrowing + kept.where(F.col("borrows_date")).limit(1).count()
     trailer_layouts = [l.id for l in cat.layouts if l.logger_trailer]
     conts = _folded(spark, kept, _chunks_before(first.chunks, numbering.splits, other_last), trailer_layouts)
-    folded = _fold_continuations(conts.where(F.col("record_line").isNotNull()), trailer_layouts)
+    # Kept: every read plan's records join it, and a plan that repeated its lineage per read plan grew with their
+    # number until a bundle of many layouts could not be planned in a few GB of heap.
+    folded = _fold_continuations(conts.where(F.col("record_line").isNotNull()), trailer_layouts).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    first.held.append(folded)
     # Records with continuation lines are few next to all records: send them to every task of the join with
     # all records instead of shuffling every record.
     if kept.where(F.col("is_cont")).count() <= BROADCAST_FOLDED_MAX_LINES:
@@ -431,17 +435,22 @@ def _second_pass(spark: SparkSession, bundle: Bundle, cat: Catalogue, readable: 
     splits = utc.create_frame(spark, numbering.splits, SPLITS_SCHEMA)
     plans = read_lines(spark, first.plans, cat, splits=splits, settings=files, line_hosts=line_hosts,
                        spread=numbering.largest_split > SPREAD_SPLIT_LINES)
-    parts = []
+    # Records of layouts that always print the date never roll over a midnight: only the others (time-only
+    # layouts, the lines read by the generic layout) go through the rollover's windows, whose plan reads its
+    # input three times.
+    dated, undated = [], []
     for plan, lines in plans.items():
         layout = cat.layout(plan.layout) if plan.layout else None
         if layout is not None and not layout.generic:
-            parts.append(_records_of(named_fields(lines, layout, cat, only_named=True), folded, cat.generic.id))
+            part = _records_of(named_fields(lines, layout, cat, only_named=True), folded, cat.generic.id)
+            (dated if layout.always_dated else undated).append(part)
     kept_fields = LineFields(kept, others.message, others.message_head)
-    parts += [_records_of(kept_fields, folded, cat.generic.id), _strays(stray)]
-    records = union_all(parts)
+    undated += [_records_of(kept_fields, folded, cat.generic.id), _strays(stray)]
+    records = union_all(undated)
     if borrowing:
         records = _roll_over_midnight(records)
-    records = records.select(*RECORD_COLUMNS, CANDIDATE_COLUMN)
+    records = union_all([part.select(*RECORD_COLUMNS, CANDIDATE_COLUMN) for part in [*dated, records]])
     if redact:
         records = with_own_code(records, {name: redact_text_guarded_col(F.col(name)) for name in ("message", "stack")})
     return ParsedLogs(records=records, line_counts=counts, detections=detections, release=first.release)
+
