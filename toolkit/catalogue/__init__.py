@@ -7,7 +7,7 @@ holds ``[[template]]`` entries, one per log message template::
     id = "ks.checkpoint.read"                # stable id: <family>.<area>.<what>[_v<first version>]
     product = "kafka-streams"                # kafka-streams | kafka-client | nifi
     logger = "ProcessorStateManager"         # class simple name the line is printed under: the classifier's gate
-                                             # (events.classifier._worth_trying) sets aside a line below WARN whose
+                                             # (catalogue.gate.worth_trying) sets aside a line below WARN whose
                                              # logger, printed whole and outside Kafka Streams' package, is none of
                                              # these classes nor a loggers.toml alias of one
     level = "INFO"                           # level in the newest version ("-" for exception texts)

@@ -29,16 +29,14 @@ from toolkit.events import runs as exact
 from toolkit.events.runs import BOUNDS_COLUMNS, STARTUP_BURST_SECONDS, tag_runs
 from toolkit.spark import computed_once
 
-#: Literal heads of every start marker (see ``runs._STRONG_START`` and ``runs._WEAK_START``): a record
-#: that starts with none of them cannot be a marker, so the regular expressions run on these only.
-MARKER_HEADS = RUN_MARKER_HEADS
 #: Seconds kept on either side of a marker's window (``tag_runs`` compares times in fractions of seconds).
 WINDOW_MARGIN_S = 2
 
 
 def _is_marker(message: Column) -> Column:
     head = None
-    for literal in MARKER_HEADS:
+    # A record that starts with none of the markers' literal heads cannot be one: the regexes run on these only.
+    for literal in RUN_MARKER_HEADS:
         test = message.startswith(literal)
         head = test if head is None else head | test
     body = F.regexp_replace(message, r"^(?:stream-client \[[^\]]*\] ?)", "")

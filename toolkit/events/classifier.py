@@ -9,10 +9,11 @@ How :func:`classify` works, in one pass over the records:
    ``stream-client [..] ``, ``state-updater [..] ``, ``task [..] ``, ``[Consumer clientId=..,
    groupId=..] ``, ``ConsumeKinesis[id=..] ``...). Real logs sometimes lack the space after the
    ``]`` (KAFKA-7672 log), so the space is optional. The rest of the message is the *body*.
-2. A cheap gate (:func:`_worth_trying`: logger class, level, a few literals) sets aside records no
-   template can match. For the others, the words of the message look up candidate templates in a
-   constant map (word -> template numbers); each candidate is checked with ``contains(literal)``
-   and its prefix kind before its regex, and the lowest matching number (priority order) wins
+2. The gate (:func:`toolkit.catalogue.gate.worth_trying`: logger class, level, a few literals), decided while
+   the logs are read (``candidate``), sets aside records no template can match. For the others, the body's first
+   characters look up the anchored templates it can open (:mod:`toolkit.catalogue.dispatch`); each candidate is
+   checked with ``contains(literal)`` and its prefix kind before its regex, and the lowest matching number
+   (priority order) wins, floating templates of higher priority tried after it
    (:func:`_tag_templates`, native higher-order functions over constant arrays).
 3. Groups are extracted only for the chosen template: its pattern and group numbers are read from
    constant arrays by template number, so each field is a single ``regexp_extract`` (the named
