@@ -8,7 +8,10 @@ since that commit is processed a second time against state that already holds it
 Idempotent, overwrite-style logic is unaffected; read-before-write logic (dedup, counters, "delete
 and report whether something was there") can produce different answers. The same happens without
 any crash when a thread loses its partitions (missed rebalance) or is fenced: the new owner
-re-reads from the last commit.
+re-reads from the last commit. Under the streams rebalance protocol (KIP-1071, 4.1+) the same loss is a member
+fenced (``StreamsGroupHeartbeatRequest failed … is fenced`` / ``… is unknown``) or gone stale after a poll
+timeout: its tasks are closed dirty through the tasks-lost callback. Each such loss counts once, however many
+lines report it.
 
 Decision, per host: an at-least-once run (or unset: the default) ended in a crash (a log that was
 merely cut off is ``unknown``, not a crash), or lost partitions / was fenced while running. The
@@ -38,6 +41,8 @@ from toolkit.detectors.common import (
     missing_steps,
     rows,
     run_rows,
+    streams_loss_lines,
+    streams_task_losses,
     summary_before,
 )
 from toolkit.detectors.preconditions import all_of, any_of, events_named, rows_in
@@ -46,6 +51,9 @@ from toolkit.sqltext import sql_in, sql_list
 ID = "alos-crash-reprocessing"
 DEFAULT_COMMIT_INTERVAL_MS = 30_000  # Kafka Streams default under at-least-once
 INTERRUPTIONS = ("PARTITIONS_LOST", "TASK_MIGRATED")
+#: Streams-protocol lines a loss of tasks starts from (see ``streams_task_losses``).
+STREAMS_LOSS_EVENTS = ("TASKS_LOST", "MEMBER_FENCED")
+_INTERRUPTION_COLUMNS = ("host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no")
 #: Lost-partition and fencing lines of at-least-once runs sized at most (the first, by host and time).
 MAX_INTERRUPTIONS = 200
 #: An at-least-once run (the default when the guarantee is not in the logs), as Spark SQL.
@@ -81,7 +89,8 @@ def _last_commits(tl, run_ids: list[str]):
           needs=("process_runs", "events", "restorations", "task_lifecycles"), role="root-cause",
           # an at-least-once run that crashed, or one and a thread that lost its partitions or was fenced
           requires=any_of(rows_in("process_runs", f"{ALOS_RUN_SQL} AND end_kind = 'crash'"),
-                          all_of(events_named(*INTERRUPTIONS, also=False), rows_in("process_runs", ALOS_RUN_SQL))))
+                          all_of(events_named(*INTERRUPTIONS, *STREAMS_LOSS_EVENTS, also=False),
+                                 rows_in("process_runs", ALOS_RUN_SQL))))
 def alos_crash_reprocessing(tl) -> list[Finding]:
     """Size the reprocessing window of at-least-once crashes and of lost/fenced partitions."""
     runs = run_rows(tl)
@@ -89,9 +98,8 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
     crashed = in_spark_order((r for r in alos.values() if r.end_kind == "crash"), key=lambda r: (r.host, r.run_no))[:200]
     # Only the first interruptions of at-least-once runs: a long log of rebalances holds many of them.
     alos_runs = tl.process_runs.where(ALOS_RUN_SQL).select("run_id")
-    interruptions = rows(tl.events.where(f"event IN ({sql_list(INTERRUPTIONS)})").select(
-        "host", "run_id", "ts", "event", "task_id", "task_ids", "stream_thread", "source", "line_no").join(
-        alos_runs, "run_id", "left_semi"), MAX_INTERRUPTIONS, order=["host", "ts", "source", "line_no"])
+    interruptions = rows(_interruptions(tl).join(alos_runs, "run_id", "left_semi"), MAX_INTERRUPTIONS,
+                         order=["host", "ts", "source", "line_no"])
     lost = [SimpleNamespace(**e.asDict(), guarantee=run.guarantee, commit_interval_ms=run.commit_interval_ms,
                             version=run.version, version_range=run.version_range)
             for e in interruptions if (run := alos.get(e.run_id)) is not None]
@@ -124,11 +132,17 @@ def alos_crash_reprocessing(tl) -> list[Finding]:
     return findings
 
 
+def _interruptions(tl):
+    """Lost-partition and fencing lines (classic), and one row per loss of tasks (streams protocol)."""
+    classic = tl.events.where(f"event IN ({sql_list(INTERRUPTIONS)})").select(*_INTERRUPTION_COLUMNS)
+    return classic.unionByName(streams_task_losses(tl).select(*_INTERRUPTION_COLUMNS))
+
+
 def _summaries_before(tl, lost) -> dict[tuple, object]:
     """Per interruption (by its line), the interrupted thread's last processing summary before it."""
     if not lost:
         return {}
-    moments = tl.events.where(F.col("event").isin(*INTERRUPTIONS))
+    moments = _interruptions(tl)
     return {(r.source, r.line_no): r.summary for r in rows(summary_before(tl, moments), 500)}
 
 
@@ -141,8 +155,10 @@ def _closed_dirty_after(tl, lost) -> dict[str, set]:
     """Per host, the tasks the interrupted thread closed dirty within ``CLOSE_AFTER_INTERRUPTION_S``."""
     if not lost:
         return {}
-    moments = tl.events.where(F.col("event").isin(*INTERRUPTIONS) & F.col("stream_thread").isNotNull()).select(
-        "host", "run_id", "stream_thread", F.col("ts").alias("at"))
+    # Streams protocol: the dirty closes follow the tasks-lost callback, which can come well after the fence.
+    moments = tl.events.where(F.col("event").isin(*INTERRUPTIONS)).select("host", "run_id", "stream_thread", "ts").unionByName(
+        streams_loss_lines(tl).select("host", "run_id", "stream_thread", "ts")).where(
+        F.col("stream_thread").isNotNull()).select("host", "run_id", "stream_thread", F.col("ts").alias("at"))
     dirty = tl.events.where((F.col("event") == "TASK_CLOSED_DIRTY") & F.col("task_id").isNotNull()).select(
         "host", "run_id", "stream_thread", "task_id", "ts")
     near = dirty.join(moments, ["host", "run_id", "stream_thread"]).where(
@@ -252,6 +268,10 @@ def _crash_finding(host: str, runs, rates, commits, restored) -> Finding:
     )
 
 
+#: How each interruption reads in a title.
+WHAT = {"PARTITIONS_LOST": "lost its partitions", "TASKS_LOST": "lost its tasks"}
+
+
 def _lost_finding(host: str, lost, rates, before) -> Finding:
     tasks = sorted({t for r in lost for t in ([*(r.task_ids or [])] or [r.task_id]) if t})
     interval = lost[0].commit_interval_ms or DEFAULT_COMMIT_INTERVAL_MS
@@ -265,7 +285,7 @@ def _lost_finding(host: str, lost, rates, before) -> Finding:
     estimate = int(rate * interval / 1000) if rate is not None else None
     # The threads had processed nothing just before: nothing uncommitted to process again.
     idle = quantified and estimate == 0
-    what = sorted({"lost its partitions" if r.event == "PARTITIONS_LOST" else "was fenced" for r in lost})
+    what = sorted({WHAT.get(r.event, "was fenced") for r in lost})
     return Finding(
         detector=ID, severity="warning" if quantified and not idle else "info",
         confidence="likely" if quantified else "possible",

@@ -4,9 +4,13 @@ Every generation revokes and re-assigns tasks; under EOS each can close tasks di
 restarts restorations and lock hand-offs (KAFKA-12679 livelocks need back-to-back rebalances).
 Decision: within any window of ``WINDOW_MINUTES``, at least ``STORM_GENERATIONS`` distinct
 generations of one group (from ``generations``, all hosts merged). A rolling restart of a few
-pods stays below the threshold. A storm that cost nothing (no partitions lost, no thread fenced, no
+pods stays below the threshold. A storm that cost nothing (no partitions or tasks lost, no thread fenced, no
 task corrupted or wiped during it; partitions lost by a thread whose last summary counted no records cost
 nothing) is ``info``; one that did is ``warning``.
+
+Under the streams rebalance protocol (KIP-1071, 4.1+) there is no JoinGroup: ``generations`` holds the member
+epochs the threads reconciled, and a loss of tasks (a member fenced or gone stale, with its lost-task lines) is
+counted once, from its first line.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from toolkit.detectors.common import (
     fmt_ts,
     known_bug_sentences,
     log_refs,
+    streams_task_losses,
     missing_steps,
     rows,
     run_versions,
@@ -35,8 +40,9 @@ STORM_GENERATIONS = 6
 
 #: Events that show a rebalance cost more than a pause.
 COSTLY = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CORRUPTED", "TASK_CLOSED_DIRTY")
-#: Of those, the ones that cost nothing when the thread had processed no input just before.
-IDLE_HARMLESS = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CLOSED_DIRTY")
+#: Of those (and the streams protocol's ``TASKS_LOST``), the ones that cost nothing when the thread had processed
+#: no input just before.
+IDLE_HARMLESS = ("PARTITIONS_LOST", "TASK_MIGRATED", "TASK_CLOSED_DIRTY", "TASKS_LOST")
 #: Wipe reasons (``wipes.reason``) that are housekeeping, not damage: the state cleaner, a user's cleanUp(), the
 #: start-up purge of unassigned task folders.
 ROUTINE_WIPES = ("cleaner", "user-cleanup", "startup-purge")
@@ -65,7 +71,9 @@ def rebalance_storm(tl) -> list[Finding]:
         hosts = sorted({r.host for r in rows(members.select("host").distinct(), 50) if r.host})
         until = utc.lit(start) + F.expr(f"INTERVAL {WINDOW_MINUTES} MINUTES")
         in_storm = F.col("ts").between(utc.lit(start), until)
-        costly = tl.events.where(F.col("event").isin(*COSTLY) & in_storm)
+        costly = tl.events.where(F.col("event").isin(*COSTLY) & in_storm).select(*tl.events.columns)
+        # Streams protocol: one row per loss, not one per line that reports it.
+        costly = costly.unionByName(streams_task_losses(tl).where(in_storm).select(*tl.events.columns))
         # A thread that lost or dirty-closed its tasks while its last summary counted no records had nothing
         # uncommitted: no reprocessing, no damage.
         idle = summary_before(tl, costly.where(F.col("event").isin(*IDLE_HARMLESS))).where(
@@ -91,7 +99,8 @@ def rebalance_storm(tl) -> list[Finding]:
             impact=Impact(summary=f"{g.w.in_window} rebalances in {WINDOW_MINUTES} minutes; processing paused during each",
                           figures={"generations": g.w.in_window, "first_generation": g.w.generation,
                                    "last_generation": end_gen},
-                          method="distinct generations whose first JoinGroup falls within the window"),
+                          method="distinct generations (classic: JoinGroup; streams protocol: member epoch) whose first join "
+                   "falls within the window"),
             known_bugs=known_bug_sentences(ID, run_versions(tl, hosts)[:1]),
         ))
     return findings

@@ -263,7 +263,11 @@ def version_ranges(events: DataFrame) -> DataFrame:
 
 
 def generations(events: DataFrame) -> DataFrame:
-    """Generations per member: when each thread joined and synced, and the leader's assignment."""
+    """Generations per member: when each thread joined and synced, and the leader's assignment.
+
+    Classic protocol: JoinGroup/SyncGroup lines. Streams protocol (KIP-1071, 4.1+): the member epoch of the
+    ``StreamsMembershipManager`` transitions (see :func:`_streams_generations`).
+    """
     ev = events.where(f"{_is(('REBALANCE_JOINED', 'REBALANCE_SYNCED', 'LEADER_ASSIGNMENT_DONE'))}"
                       " AND generation IS NOT NULL")
     g = ev.groupBy(*_exprs("coalesce(app_id, '?') AS group_id", "generation", "host", "run_id", "stream_thread")).agg(
@@ -273,10 +277,40 @@ def generations(events: DataFrame) -> DataFrame:
             "min(CASE WHEN event = 'REBALANCE_SYNCED' THEN ts END) AS synced",
             "min(CASE WHEN event = 'LEADER_ASSIGNMENT_DONE' THEN ts END) AS leader_assignment",
             "min(struct(ts, line_no, source)) AS _first",
-        ))
-    g = g.selectExpr("*", "CAST(count(1) OVER (PARTITION BY group_id, generation) AS INT) AS members",
-                     "'classic' AS protocol", "_first.source AS source", "_first.line_no AS line_no")
+        )).selectExpr("*", "'classic' AS protocol")
+    g = g.unionByName(_streams_generations(events))
+    g = g.selectExpr("*", "CAST(count(1) OVER (PARTITION BY group_id, protocol, generation) AS INT) AS members",
+                     "_first.source AS source", "_first.line_no AS line_no")
     return _conform(g, "generations")
+
+
+#: Member states of the streams protocol that end a reconciliation (``StreamsMembershipManager#isCompletingRebalance``).
+_STREAMS_RECONCILED = ("ACKNOWLEDGING", "STABLE")
+
+
+def _streams_generations(events: DataFrame) -> DataFrame:
+    """Streams-protocol generations: one row per member epoch a thread reconciled.
+
+    There is no JoinGroup under KIP-1071. A member learns a new epoch from a heartbeat response and logs
+    ``Member {} with epoch {} transitioned from {} to RECONCILING.`` (the epoch is set before the transition)
+    when the new target assignment differs from what it owns; ``… from RECONCILING to ACKNOWLEDGING`` (or
+    ``STABLE``) closes it. A revocation-first step keeps the member's old epoch, so it adds no generation;
+    epochs 0 (joining) and -1 (leaving) are not generations. The ``Assigned tasks with local epoch`` block that
+    follows names the tasks, but its local epoch is the member's own counter (it restarts at 0 after a fence
+    or a stale leave), so it cannot order the group's rebalances. Members heartbeat independently: the join
+    times of one epoch are seconds apart, unlike a classic JoinGroup response (see :func:`clock_skew`).
+    """
+    ev = events.where("event = 'MEMBER_STATE' AND generation > 0 AND (to_state = 'RECONCILING' OR "
+                      f"(from_state = 'RECONCILING' AND to_state IN ({sql_list(_STREAMS_RECONCILED)})))")
+    g = ev.groupBy(*_exprs("coalesce(app_id, '?') AS group_id", "generation", "host", "run_id", "stream_thread")).agg(
+        *_exprs(
+            f"{earliest('member_id')} AS member_id",
+            "min(CASE WHEN to_state = 'RECONCILING' THEN ts END) AS joined",
+            "min(CASE WHEN from_state = 'RECONCILING' THEN ts END) AS synced",
+            "CAST(NULL AS TIMESTAMP) AS leader_assignment",
+            "min(CASE WHEN to_state = 'RECONCILING' THEN struct(ts, line_no, source) END) AS _first",
+        ))
+    return g.where("joined IS NOT NULL").selectExpr("*", "'streams' AS protocol")
 
 
 # --------------------------------------------------------------------------- state machines
@@ -664,6 +698,9 @@ def clock_skew(gens: DataFrame) -> DataFrame:
     coordinator within milliseconds, so the median difference of those times between a host and
     the reference host (the one present in most generations) estimates the host's clock offset.
     """
+    # Only classic JoinGroup/SyncGroup responses reach every member at once (streams-protocol members learn an
+    # epoch from their own heartbeats, seconds apart).
+    gens = gens.where("protocol = 'classic'")
     moments = gens.selectExpr("group_id", "generation", "host", "joined AS t", "'join' AS m").unionByName(
         gens.selectExpr("group_id", "generation", "host", "synced AS t", "'sync' AS m")
     ).where("t IS NOT NULL")
