@@ -1,16 +1,20 @@
-"""Where does the toolkit's time go? Cumulative timings of the parse plan's intermediate steps.
+"""Where does the toolkit's time go? The parse and classification of one bundle, step by step.
 
-Each step is the previous one plus one more piece of ``toolkit.layouts``, run to completion with
-Spark's ``noop`` writer (nothing written), so the difference between two rows is the cost of the
-piece added. The steps rebuild the plan from the module's own helpers; if ``toolkit/layouts.py``
-changes shape, a step that cannot be rebuilt is reported as skipped rather than guessed.
+Each step runs to completion on its own (Spark's ``noop`` writer where nothing needs writing), in one
+session, in the order the pipeline runs them:
 
-    python benchmarks/profile_parse.py BUNDLE [--master local[2]] [--repeat 1]
+1. reading the text (one scan, nothing else), the floor every step above pays;
+2. the parse's first pass (:mod:`toolkit.layouts.records`: each line's layout head tested, counts per split
+   and chunk, the lines the layout does not fit kept);
+3. the whole parse with its ``records.parquet`` write (``toolkit.ingest.parse_bundle``);
+4. the tables derived from the records (``toolkit.events.derive``: events, configuration, run bounds), each
+   written with ``noop``.
 
-Also prints how many times the physical plan of ``records`` scans the text files (each scan is a
-full read and, above the numbering, a full regex pass), and, with ``--jstack``, a poor man's profile:
-the JVM's executor threads are sampled with ``jstack`` every second and their top frames counted
-(which Java methods the time is spent in: regex matching, string translate, URL decoding, ...).
+    python benchmarks/profile_parse.py BUNDLE [--master local[2]] [--jstack]
+
+With ``--jstack``, a poor man's profile per step: the JVM's executor threads are sampled with ``jstack`` every
+second and their top frames counted (regex matching, parquet, sorting, text reading, code generation...).
+If the modules change shape, a step that cannot be rebuilt is reported as skipped rather than guessed.
 """
 
 from __future__ import annotations
@@ -86,134 +90,89 @@ def noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def text_scans(df) -> int:
-    """Number of text-file scans the executed physical plan runs (benchmark-only use of JVM internals); the
-    plan of a kept (persisted) table is printed under its ``InMemoryRelation`` but read from the cache."""
-    try:
-        plan = df._jdf.queryExecution().executedPlan().toString()
-    except Exception:  # Spark Connect: no JVM handle
-        return -1
-    scans, kept_depth = 0, None
-    for line in plan.splitlines():
-        depth = len(line) - len(line.lstrip(" :+-"))
-        if kept_depth is not None and depth > kept_depth:
-            continue
-        kept_depth = depth if "InMemoryRelation" in line else None
-        scans += bool(re.search(r"FileScan text|Scan text", line))
-    return scans
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--repeat", type=int, default=1, help="time each step this many times, keep the best")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--jstack", action="store_true", help="sample executor stacks (needs jstack and psutil)")
     args = parser.parse_args(argv)
 
-    from toolkit import layouts as L
     from toolkit.bundle import open_bundle
     from toolkit.ingest import parse_bundle
+    from toolkit.layouts import load_layouts
+    from toolkit.layouts.detection import detect_file
+    from toolkit.layouts.reading import file_key
+    from toolkit.schemas import STORED_RECORD_SCHEMA
     from toolkit.spark import get_spark
 
     spark = get_spark(master=args.master)
-    sampler = None
-    if args.jstack:
-        pid = jvm_pid_of_this_driver()
-        if pid and shutil.which("jstack"):
-            sampler = JstackSampler(pid)
-            sampler.start()
-        else:
-            print("--jstack: no JVM pid (psutil missing?) or no jstack on PATH; skipping", file=sys.stderr)
+    pid = jvm_pid_of_this_driver() if args.jstack else None
+    if args.jstack and not (pid and shutil.which("jstack")):
+        print("--jstack: no JVM pid (psutil missing?) or no jstack on PATH; skipping", file=sys.stderr)
+        pid = None
     work = Path(tempfile.mkdtemp(prefix="profile-parse-"))
     bundle = open_bundle(args.bundle, work / "work")
-    cat = L.load_layouts()
+    cat = load_layouts()
     readable = [f for f in bundle.logs if f.size]
-    detections = {f.source: L.detect_file(f.local_path, cat) for f in readable}
-    paths = [str(f.local_path.resolve()) for f in readable]
-    files = L._file_table(spark, bundle, readable, detections)
-    used = [lay for lay in cat.layouts if any(d.layout == lay.id for d in detections.values())]
-
-    chains = sorted({d.wrappers for d in detections.values()})
+    detections = {f.source: detect_file(f.local_path, cat) for f in readable}
+    out = work / "out"
 
     def read_text():
-        return spark.read.text(paths)
+        noop(spark.read.text([file_key(f) for f in readable]))
 
-    def numbered():
-        return L._numbered_lines(spark, paths)[0]
+    def first_pass():
+        from toolkit.layouts.records import _first_pass
+        _first_pass(spark, readable, detections, cat).release()
 
-    parts: dict[str, object] = {}
+    def parse():
+        parse_bundle(spark, bundle, out)
 
-    def per_line():
-        # _parse_all persists its per-line table and counts continuation lines; time it unpersisted.
-        _, _, table = L._parse_all(spark, cat, files, paths, used, chains)
-        table.unpersist()
-        return table
-
-    def records():
-        # A plan of its own, its per-line table persisted and computed (as in parse_bundle) before the
-        # timing: unpersisted, each of the table's six readers would parse the text again, and this step
-        # took 14 times as long as the whole parse_bundle on 0.25 GB.
-        records, _, table = L._parse_all(spark, cat, files, paths, used, chains)
-        parts["per_line_table"] = table
-        return records
-
-    steps = [
-        ("read text (one scan)", read_text),
-        ("+ line numbering (split offsets collected, then joined)", numbered),
-        ("+ per-line parse (layout regex, JSON, timestamps, wrappers)", per_line),
-        ("records from the kept per-line table: fold continuations, join, unparsed lines, redaction", records),
-    ]
-    results = []
-    for name, build in steps:
+    def derived():
+        from toolkit.events.derive import derive_tables
+        records = spark.read.schema(STORED_RECORD_SCHEMA).parquet(str((out / "records.parquet").resolve()))
+        tables = derive_tables(records, shapes=False)
         try:
-            df = build()
-        except Exception as exc:  # the module changed shape: say so, do not guess
+            for name, df in tables.tables.items():
+                t = _timed(lambda: noop(df))
+                print(f"  {t:8.1f} s    {name}", file=sys.stderr, flush=True)
+        finally:
+            tables.release()
+
+    steps = [("read text (one scan)", read_text), ("parse: first pass", first_pass),
+             ("parse: whole, records.parquet written", parse),
+             ("derived tables: events, config, run bounds (noop)", derived)]
+    results = []
+    for name, step in steps:
+        sampler = JstackSampler(pid) if pid else None
+        if sampler:
+            sampler.start()
+        try:
+            seconds = _timed(step)
+        except Exception as exc:  # the modules changed shape: say so, do not guess
             results.append({"step": name, "skipped": f"{type(exc).__name__}: {exc}"[:200]})
             continue
-        best = min(_timed(lambda: noop(df)) for _ in range(args.repeat))
-        results.append({"step": name, "seconds": best, "text_scans": text_scans(df)})
-        print(f"  {best:8.1f} s  {name}", file=sys.stderr, flush=True)
-
-    if "per_line_table" in parts:
-        parts["per_line_table"].unpersist()
-    out = work / "out"
-    t = _timed(lambda: parse_bundle(spark, bundle, out))
-    results.append({"step": "parse_bundle: + parquet write, state tables, summarize", "seconds": t})
-    print(f"  {t:8.1f} s  parse_bundle", file=sys.stderr, flush=True)
-    try:
-        from toolkit.events import classify
-
-        recs = spark.read.parquet(str((out / "records.parquet").resolve()))
-        t = _timed(lambda: noop(classify(recs)))
-        results.append({"step": "events.classify on records.parquet", "seconds": t})
-        print(f"  {t:8.1f} s  events.classify", file=sys.stderr, flush=True)
-    except ImportError:
-        pass
+        finally:
+            if sampler:
+                sampler.done.set()
+                sampler.join()
+        frames = dict(sampler.frames.most_common(12)) if sampler else {}
+        results.append({"step": name, "seconds": round(seconds, 2), "frames": frames})
+        print(f"  {seconds:8.1f} s  {name}", file=sys.stderr, flush=True)
 
     shutil.rmtree(work, ignore_errors=True)
-    if sampler:
-        sampler.done.set()
-        sampler.join()
     spark.stop()
     if args.json:
         print(json.dumps(results))
-    else:
-        prev = None
-        for r in results:
-            if "skipped" in r:
-                print(f"{'skipped':>9}  {r['step']}: {r['skipped']}")
-                continue
-            inc = "" if prev is None or r["step"][0] != "+" else f"(+{r['seconds'] - prev:.1f})"
-            scans = f" [{r['text_scans']} text scans]" if r.get("text_scans", -1) >= 0 else ""
-            print(f"{r['seconds']:8.1f} s {inc:>9}  {r['step']}{scans}")
-            prev = r["seconds"]
-    if sampler and sampler.frames:
-        total = sum(sampler.frames.values())
-        print(f"\nexecutor top frames ({sampler.samples} jstack samples, {total} thread samples):")
-        for frame, n in sampler.frames.most_common(15):
-            print(f"  {100 * n / total:5.1f}%  {frame}")
+        return 0
+    for r in results:
+        if "skipped" in r:
+            print(f"{'skipped':>9}  {r['step']}: {r['skipped']}")
+            continue
+        print(f"{r['seconds']:8.1f} s  {r['step']}")
+        total = sum(r["frames"].values())
+        for frame, n in r["frames"].items():
+            print(f"            {100 * n / total:5.1f}%  {frame}")
     return 0
 
 

@@ -54,13 +54,20 @@ def stopped(source, line_no, seconds, terminal="NOT_RUNNING"):
 def runs_of(spark, lines):
     """process_runs of these lines, tagged and bounded the way the pipeline does it."""
     from toolkit.events import run_bounds, tag_runs
+    from toolkit.events.runs import tag_runs_by_key
     from toolkit.timeline.build import process_runs
 
     records = spark.createDataFrame(
         [(r["host"], r["source"], r["line_no"], r["ts"], r.get("thread"), r["message"]) for r in lines],
         "host string, source string, line_no bigint, ts timestamp, thread string, message string")
     events = _frame(spark, _event_schema(), [{**r, "run_no": None, "run_id": None} for r in lines if r["event"]])
-    events = tag_runs(events.drop("run_no", "run_id"))
+    untagged = events.drop("run_no", "run_id")
+    events = tag_runs(untagged)
+    # The pipeline numbers its events by key (the windows sort keys only): the same columns and runs.
+    by_key = tag_runs_by_key(untagged)
+    assert by_key.columns == events.columns
+    assert sorted(by_key.collect(), key=lambda r: (r.source, r.line_no)) == \
+        sorted(events.collect(), key=lambda r: (r.source, r.line_no))
     rows = process_runs(events, None, run_bounds(records)).orderBy("host", "run_no").collect()
     return [(r.run_no, r.start, r.end, r.end_kind, r.version, r.version_range) for r in rows]
 

@@ -122,7 +122,7 @@ def _with_body(records: DataFrame) -> DataFrame:
     One anchored regex per record finds the prefix; what its groups say is read once per distinct prefix
     (:func:`_prefix_facts`): a bundle's prefixes are its threads, clients and tasks, few next to its records."""
     message = F.col("message")
-    lines = records.where(message.isNotNull()).withColumn("_prefix", F.regexp_extract(message, _PREFIX_JAVA, 0))
+    lines = records.where(message.isNotNull()).withColumn("_prefix", _prefix_of(message))
     prefix = F.col("_prefix")
     lines = lines.withColumn("_body", F.when(prefix != "", F.substring(message, F.length(prefix) + 1, F.lit(2**31 - 1)))
                              .otherwise(message))
@@ -133,6 +133,21 @@ def _with_body(records: DataFrame) -> DataFrame:
         "_full": F.expr(_FULL_TEXT),
         "_prefix_kind": _prefix_kind(prefix),
     })
+
+
+def _prefix_of(message: Column) -> Column:
+    """The leading Kafka/NiFi prefix of ``message`` (empty when it has none)."""
+    return F.regexp_extract(message, _PREFIX_JAVA, 0)
+
+
+def prefix_facts_of(records: DataFrame) -> DataFrame:
+    """What each distinct prefix among ``records``' messages says (:func:`_prefix_facts`), for :func:`_extract`.
+
+    Read off the records themselves, not off the tagged ones: a plan that derived the prefixes from the tagged
+    records would run the whole template dispatch a second time to build this small table. Prefixes of records
+    no template matches are harmless extra rows of a left join."""
+    prefixes = records.where(F.col("message").isNotNull()).select(_prefix_of(F.col("message")).alias("_prefix"))
+    return _prefix_facts(prefixes.distinct())
 
 
 def _prefix_facts(prefixes: DataFrame) -> DataFrame:
@@ -246,8 +261,8 @@ def _extract(tagged: DataFrame, templates: Sequence[Template], facts: DataFrame 
     One regex per record: the chosen template's pattern, looked up by ``_tidx``, rewrites the text into the
     values of every group the catalogue knows, in a fixed order (``_values``; :func:`_group`). Rows come grouped
     by template (:func:`_tag_templates`), so Spark keeps each pattern compiled across the rows that use it. What
-    the prefix says is read once per distinct prefix (``facts``, :func:`_prefix_facts`; derived from ``tagged``
-    when not given) and joined. The expressions are SQL text applied in a handful of ``selectExpr`` calls (one
+    the prefix says is read once per distinct prefix (``facts``, :func:`prefix_facts_of` the records that were
+    tagged; derived from ``tagged`` itself when not given, which runs the dispatch twice) and joined. The expressions are SQL text applied in a handful of ``selectExpr`` calls (one
     analysis each); each step carries only what a later step reads, so the code Spark generates stays small
     enough for the JIT to compile well.
     """
@@ -422,4 +437,4 @@ def classify(records: DataFrame, templates: Sequence[Template] | None = None) ->
         raise ValueError("classify needs at least one template")
     candidates, _ = _split_by_gate(records, templates)
     tagged = where_computed(_tag_templates(candidates, templates), F.col("_tidx").isNotNull())
-    return _extract(tagged, templates)
+    return _extract(tagged, templates, prefix_facts_of(candidates))

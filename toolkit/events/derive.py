@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from toolkit.catalogue import Template, load_templates
 from toolkit.events import runs as exact
 from toolkit.events.bounds import run_bounds
-from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates
+from toolkit.events.classifier import _extract, _split_by_gate, _tag_templates, prefix_facts_of
 from toolkit.events.config import extract_config
-from toolkit.events.runs import tag_runs
+from toolkit.events.runs import tag_runs_by_key
 from toolkit.events.shapes import shapes_of
 from toolkit.spark import release, where_computed
 
@@ -44,9 +44,10 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     """:data:`DERIVED_TABLES` of ``records`` (``toolkit.schemas.RECORD_SCHEMA``), plus :data:`SHAPES_TABLE`
     when ``shapes``; lazy, but for the run bounds' two intermediate tables (computed here on a large input).
 
-    With shapes, the records matched against the templates are kept on local disk until ``release`` is
-    called (after the tables are written), so the dispatch runs once for events and unknown shapes alike;
-    ``release`` also frees the run bounds' intermediate tables (see :func:`toolkit.events.bounds.run_bounds`).
+    The classified events are kept on local disk until ``release`` is called (after the tables are written): their
+    run numbering reads them twice (:func:`toolkit.events.runs.tag_runs_by_key`). With shapes, so are the records
+    matched against the templates, so the dispatch runs once for events and unknown shapes alike; ``release`` also
+    frees the run bounds' intermediate tables (see :func:`toolkit.events.bounds.run_bounds`).
     ``exact_bounds``: take the run bounds from numbering every record (:func:`toolkit.events.runs.run_bounds`,
     the same table). On a small input that sort costs nothing, while the windowed pass of
     :func:`toolkit.events.bounds.run_bounds` runs about ten Spark jobs, each with its fixed cost.
@@ -59,8 +60,12 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
     if shapes:
         tagged = tagged.persist(StorageLevel.DISK_ONLY)
         held.append(tagged)
+    # Kept on local disk until released: the run numbering reads the events twice (see tag_runs_by_key).
+    untagged = _extract(where_computed(tagged, F.col("_tidx").isNotNull()), templates,
+                        prefix_facts_of(candidates)).persist(StorageLevel.DISK_ONLY)
+    held.append(untagged)
     tables = {
-        "events": tag_runs(_extract(where_computed(tagged, F.col("_tidx").isNotNull()), templates)),
+        "events": tag_runs_by_key(untagged),
         # Every dump is a candidate (toolkit.catalogue.gate): the other records are never read for it.
         "config": extract_config(candidates),
         "run_bounds": exact.run_bounds(records) if exact_bounds else run_bounds(records, held),

@@ -84,21 +84,61 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     the marker that follows a silence of ``STARTUP_SILENCE_SECONDS``. Other rows before the first marker get run 0. Rows without ``ts`` take
     the last known ``ts`` of their file for ordering.
     """
+    numbered = _numbered(_with_run_flags(df), startup_gap_seconds, same_start_seconds)
+    return numbered.drop(*_RUN_FLAGS, "_order_ts")
+
+
+def tag_runs_by_key(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds: int = 5) -> DataFrame:
+    """:func:`tag_runs` for a wide frame whose rows are unique by ``source`` and ``line_no`` and cheap to read
+    twice (persisted, or read from a file): the same ``run_no`` and ``run_id``, columns in the same order.
+
+    The start markers are tested on each row once; the windows then sort only the row keys, the time and those
+    flags, and the run numbers are joined back. Sorting whole rows (messages, stack traces, partition lists)
+    once per window made numbering the events of an eventful bundle cost more than classifying them."""
+    needed = [c for c in ("host", "source", "line_no", "ts") if c in df.columns]
+    flags = _with_run_flags(df).select(*needed, *_RUN_FLAGS)
+    keys = _numbered(flags, startup_gap_seconds, same_start_seconds).select("source", "line_no", "run_no")
+    joined = df.join(keys, ["source", "line_no"], "left")
+    return joined.select(*df.columns, "run_no", F.expr(_RUN_ID).alias("run_id"))
+
+
+#: What :func:`_with_run_flags` reads off each row for the windows of :func:`_numbered`.
+_RUN_FLAGS = ("_strong", "_weak", "_kind", "_stop", "_boot", "_main", "_no_thread")
+_RUN_ID = "concat_ws('#', coalesce(host, '?'), CAST(run_no AS STRING))"
+
+
+def _with_run_flags(df: DataFrame) -> DataFrame:
+    """``df`` with :data:`_RUN_FLAGS`: the start markers, a client's stop, NiFi's bootstrap, the start-up threads."""
+    body = f"regexp_replace(message, {sql_str(_CLIENT_PREFIX)}, '')"
+    marker_kind = "CASE " + " ".join(f"WHEN message RLIKE {sql_str(p)} THEN '{k}'" for p, k in _MARKER_KINDS) + " END"
+    boot = nifi_bootstrap_condition(df.columns)
+    main = (f"coalesce(lower(thread) IN ({sql_list(STARTUP_THREADS)}), false)"
+            if "thread" in df.columns else "false")
+    flagged = df.withColumns({
+        "_strong": F.expr(f"coalesce(message RLIKE {sql_str(_STRONG_START)}, false)"),
+        "_weak": F.expr(f"coalesce({body} RLIKE {sql_str(_WEAK_START)}, false)"),
+        # A client's last lines ("Streams client stopped completely") may be on main too: they end the old
+        # run, and so do the main-thread lines before them.
+        "_stop": F.expr(f"coalesce({body} RLIKE {sql_str(_CLIENT_STOP)}, false)"),
+        "_boot": F.expr(boot),
+        "_main": F.expr(f"{main} AND NOT {boot}"),
+        "_no_thread": F.expr("thread IS NULL" if "thread" in df.columns else "true"),
+    })
+    return flagged.withColumn("_kind", F.expr(f"CASE WHEN _strong THEN coalesce({marker_kind}, 'other') END"))
+
+
+def _numbered(flagged: DataFrame, startup_gap_seconds: int, same_start_seconds: int) -> DataFrame:
+    """``flagged`` (:func:`_with_run_flags`) with ``_order_ts``, ``run_no`` and ``run_id`` (see :func:`tag_runs`)."""
     # Expressions are SQL text: building one makes a single round trip to the JVM, not several per Column operator.
     order_by = "ORDER BY _order_ts ASC NULLS FIRST, source, line_no"
     order = f"PARTITION BY host {order_by}"
     so_far = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     before = f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
-    body = f"regexp_replace(message, {sql_str(_CLIENT_PREFIX)}, '')"
-    marker_kind = "CASE " + " ".join(f"WHEN message RLIKE {sql_str(p)} THEN '{k}'" for p, k in _MARKER_KINDS) + " END"
     marked = (
-        df.withColumn("_order_ts", F.expr(
+        flagged.withColumn("_order_ts", F.expr(
             f"coalesce(ts, last(ts, true) OVER (PARTITION BY host, source ORDER BY line_no {so_far}))"))
-        .withColumn("_strong", F.expr(f"coalesce(message RLIKE {sql_str(_STRONG_START)}, false)"))
-        .withColumn("_weak", F.expr(f"coalesce({body} RLIKE {sql_str(_WEAK_START)}, false)"))
         .withColumn("_host_has_strong", F.expr("max(CAST(_strong AS INT)) OVER (PARTITION BY host) = 1"))
         .withColumn("_marker", F.expr("_strong OR (_weak AND NOT _host_has_strong)"))
-        .withColumn("_kind", F.expr(f"CASE WHEN _strong THEN coalesce({marker_kind}, 'other') END"))
     )
     previous_marker_ts = f"last(CASE WHEN _marker THEN _order_ts END, true) OVER ({before})"
     any_marker_before = f"max(CAST(_marker AS INT)) OVER ({before})"
@@ -124,29 +164,21 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     # that ends at UNBOUNDED FOLLOWING for every row (quadratic in a host's lines), a growing one it does not.
     after = ("PARTITION BY host ORDER BY _order_ts DESC NULLS LAST, source DESC, line_no DESC"
              " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING")
-    boot = nifi_bootstrap_condition(df.columns)
-    main = (f"coalesce(lower(thread) IN ({sql_list(STARTUP_THREADS)}), false)"
-            if "thread" in df.columns else "false")
-    result = result.withColumn("_main", F.expr(f"{main} AND NOT {boot}"))
-    # A client's last lines ("Streams client stopped completely") may be on main too: they end the old
-    # run, and so do the main-thread lines before them.
-    stop = f"coalesce({body} RLIKE {sql_str(_CLIENT_STOP)}, false)"
-    other = f"(NOT _main OR {stop}) AND NOT _starts_run"
+    other = "(NOT _main OR _stop) AND NOT _starts_run"
     next_start = f"last(CASE WHEN _starts_run THEN _order_ts END, true) OVER ({after})"
     next_other = f"last(CASE WHEN {other} THEN _order_ts END, true) OVER ({after})"
     next_start_row = f"last(CASE WHEN _starts_run THEN struct(_order_ts, source, line_no) END, true) OVER ({after})"
     next_other_row = f"last(CASE WHEN {other} THEN struct(_order_ts, source, line_no) END, true) OVER ({after})"
     soon = (f"({next_start} IS NOT NULL"
             f" AND CAST({next_start} AS DOUBLE) - CAST(_order_ts AS DOUBLE) <= {STARTUP_BURST_SECONDS})")
-    by_main_thread = _chain("AND", "_main", f"NOT {stop}", "NOT _starts_run", soon,
+    by_main_thread = _chain("AND", "_main", "NOT _stop", "NOT _starts_run", soon,
                             f"({next_other} IS NULL OR {next_other_row} >= {next_start_row})")
     # Layouts without a thread: the burst of lines right before the marker, after a silence, is the new JVM's.
     silence = (f"(CAST(_order_ts AS DOUBLE) - CAST(lag(_order_ts) OVER ({order}) AS DOUBLE))"
                f" >= {STARTUP_SILENCE_SECONDS}")
     result = result.withColumn("_burst", F.expr(f"sum(CAST(coalesce({silence}, true) AS INT)) OVER ({order} {so_far})"))
     next_start_burst = f"last(CASE WHEN _starts_run THEN _burst END, true) OVER ({after})"
-    no_thread = "thread IS NULL" if "thread" in df.columns else "true"
-    by_burst = _chain("AND", no_thread, "NOT _starts_run", soon, f"{next_start_burst} = _burst")
+    by_burst = _chain("AND", "_no_thread", "NOT _starts_run", soon, f"{next_start_burst} = _burst")
     opens_next = f"{by_main_thread} OR coalesce({by_burst}, false)"
     result = result.withColumn("run_no", F.expr(f"CASE WHEN {opens_next} THEN run_no + 1 ELSE run_no END"))
     # NiFi's bootstrap launches the first run before that run's first line: its lines go with the run in
@@ -154,12 +186,11 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     # before the first marker), that run is in progress: the bootstrap's lines of its end (a process
     # "termination completed") are its own, not the next run's.
     host_has_marker = "max(CAST(_marker AS INT)) OVER (PARTITION BY host) = 1"
-    run_in_progress = f"max(CAST(run_no = 0 AND NOT {boot} AS INT)) OVER (PARTITION BY host) = 1"
+    run_in_progress = "max(CAST(run_no = 0 AND NOT _boot AS INT)) OVER (PARTITION BY host) = 1"
     result = result.withColumn("run_no", F.expr(
-        f"CASE WHEN {boot} AND run_no = 0 AND {host_has_marker} AND NOT {run_in_progress} THEN 1 ELSE run_no END"))
-    result = result.withColumn("run_id", F.expr("concat_ws('#', coalesce(host, '?'), CAST(run_no AS STRING))"))
-    return result.drop("_order_ts", "_strong", "_weak", "_host_has_strong", "_marker", "_starts_run", "_kind",
-                       "_candidate", "_main", "_burst")
+        f"CASE WHEN _boot AND run_no = 0 AND {host_has_marker} AND NOT {run_in_progress} THEN 1 ELSE run_no END"))
+    result = result.withColumn("run_id", F.expr(_RUN_ID))
+    return result.drop("_host_has_strong", "_marker", "_starts_run", "_candidate", "_burst")
 
 
 def run_bounds(records: DataFrame) -> DataFrame:
