@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from toolkit.catalogue.gate import RUN_MARKER_HEADS
 from toolkit.events import runs as exact
 from toolkit.events.runs import BOUNDS_COLUMNS, STARTUP_BURST_SECONDS, tag_runs
+from toolkit.schemas import CANDIDATE_COLUMN
 from toolkit.spark import computed_once
 
 #: Seconds kept on either side of a marker's window (``tag_runs`` compares times in fractions of seconds).
@@ -59,13 +60,16 @@ def run_bounds(records: DataFrame, held: list[DataFrame] | None = None) -> DataF
     if "logger" in records.columns:
         parsed = parsed & _not_bootstrap(F.col("logger"))
     keep = [c for c in ("host", "source", "line_no", "ts", "thread", "message") if c in records.columns]
-    base = records.where(F.col("host").isNotNull() & parsed).select(*keep)
+    rows = records.where(F.col("host").isNotNull() & parsed)
+    base = rows.select(*keep)
     if base.where(F.col("ts").isNull()).limit(1).count():
         # Ordering by the file's last timestamp needs the full sort.
         return exact.run_bounds(records)
 
     second = F.floor(F.unix_micros("ts") / 1_000_000).cast("long")
-    markers = base.where(F.coalesce(_is_marker(F.col("message")), F.lit(False)))
+    # Every marker is a candidate (its head is one of the gate's): records.parquet's other partition is not read.
+    marker_rows = rows.where(F.col(CANDIDATE_COLUMN)) if CANDIDATE_COLUMN in records.columns else rows
+    markers = marker_rows.select(*keep).where(F.coalesce(_is_marker(F.col("message")), F.lit(False)))
     # Every second of every window, per host: a small table, broadcast to the pass over all records.
     window_seconds = markers.select(
         "host", F.explode(F.sequence(second - (STARTUP_BURST_SECONDS + WINDOW_MARGIN_S), second + WINDOW_MARGIN_S))
