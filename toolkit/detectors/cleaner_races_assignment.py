@@ -33,10 +33,10 @@ from toolkit.detectors.common import (
     known_bug_sentences,
     missing_steps,
     rows,
+    may_predate,
     run_rows,
     run_versions,
 )
-from toolkit.knowledge.versions import compare_versions
 
 ID = "cleaner-races-assignment"
 REASSIGNED_WITHIN_MIN = 30
@@ -67,7 +67,7 @@ def cleaner_races_assignment(tl) -> list[Finding]:
         F.min(F.struct("ts", "source", "line_no", "offset")).alias("w")), 200)
     wrote = {(w.host, w.task_id, w.cleaned_at): w.w for w in writes}
     stateful = _stateful_subtopologies(tl)
-    versions = {run.run_id: run.version for run in run_rows(tl)}
+    versions = {run.run_id: (run.version, run.version_range) for run in run_rows(tl)}
     racy, routine, stateless = [], [], []
     for r in got.rows:
         back = r.back if r.back is not None and r.back.at is not None else None
@@ -75,7 +75,7 @@ def cleaner_races_assignment(tl) -> list[Finding]:
         left_ms = (r.ts - r.last_owner_until).total_seconds() * 1000 if r.last_owner_until is not None else None
         left_long_ago = left_ms is not None and left_ms >= delay and not r.assigned_at_the_time
         item = (r, back, wrote.get((r.host, r.task_id, r.ts)), left_ms, delay)
-        if _stateless(r.task_id, stateful, versions.get(r.run_id)):
+        if _stateless(r.task_id, stateful, *versions.get(r.run_id, (None, None))):
             stateless.append(item)
         elif r.assigned_at_the_time or (back is not None and not left_long_ago):
             racy.append(item)
@@ -111,15 +111,12 @@ def _stateful_subtopologies(tl) -> set[str]:
     return {r.sub for r in rows(logged.unionByName(captured).distinct(), MAX_SUBTOPOLOGIES) if r.sub}
 
 
-def _stateless(task_id: str | None, stateful: set[str], version: str | None) -> bool:
-    """The task's sub-topology shows no state while others do, in a version that still makes its directory."""
+def _stateless(task_id: str | None, stateful: set[str], version: str | None, version_range: str | None) -> bool:
+    """The task's sub-topology shows no state while others do, in a run that may still make its directory (< 2.6)."""
     sub = _subtopology(task_id)
     if not stateful or sub is None or sub in stateful:
         return False
-    try:
-        return version is None or compare_versions(version, "2.6") < 0
-    except ValueError:
-        return True
+    return may_predate(version, version_range, "2.6")
 
 
 def _stateless_finding(host: str, items, truncation: dict) -> Finding:

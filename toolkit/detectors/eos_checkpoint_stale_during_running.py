@@ -41,12 +41,12 @@ from toolkit.detectors.common import (
     in_spark_order,
     is_eos_guarantee,
     known_bug_sentences,
+    may_predate,
     missing_steps,
     run_rows,
     unix_seconds,
 )
 from toolkit.detectors.preconditions import all_of, any_of, rows_in
-from toolkit.knowledge.versions import compare_versions
 from toolkit.sqltext import sql_in
 
 ID = "eos-checkpoint-stale-during-running"
@@ -177,18 +177,12 @@ def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
     return findings
 
 
-def _before_2_6(version: str | None) -> bool:
-    """Runs whose tasks read their checkpoint when created, before locking (1.x-2.5); unknown counts as such."""
-    try:
-        return version is None or compare_versions(version, "2.6") < 0
-    except ValueError:
-        return True
-
-
 def _handover_race(tl, frozen: list) -> dict:
     """The frozen captured checkpoints written just before their task's 'No checkpoint found' line in the same run
     (1.x-2.5): id(row) -> (row, that line)."""
-    candidates = [f for f in frozen if f.task_id and _before_2_6(f.version)]
+    # Tasks read their checkpoint when created, before locking, up to 2.5.
+    ranges = {r.run_id: r.version_range for r in run_rows(tl)}
+    candidates = [f for f in frozen if f.task_id and may_predate(f.version, ranges.get(f.judged_run), "2.6")]
     if not candidates:
         return {}
     keys = sorted({(f.host, f.judged_run, f.task_id) for f in candidates})
