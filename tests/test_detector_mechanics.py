@@ -241,6 +241,44 @@ def test_restore_skipped_quiet_when_another_thread_restores_the_partition(spark)
     assert raised(found, "restore-skipped-after-reassignment") == []
 
 
+
+def _held_then_back(spark, *, back_to=A1, revoked_first=False):
+    """INFO-only 2.1: A1 was assigned 1_1 (its restore, from a checkpoint, printed nothing) and went RUNNING; 1_1
+    later comes back with no checkpoint to ``back_to``. ``revoked_first``: a new assignment came before RUNNING."""
+    common = {"run_id": "h0#1"}
+    summary = (f"stream-thread [{A1}] partition assignment took 15 ms.\n\tcurrent active tasks: [0_1, 1_1]\n"
+               "\tcurrent standby tasks: []\n\tprevious active tasks: []\n")
+    events = [ev(1, at(0), summary, "ASSIGNMENT_APPLIED", stream_thread=A1, **common)]
+    if revoked_first:
+        events.append(ev(2, at(20), summary.replace("[0_1, 1_1]", "[0_1]"), "ASSIGNMENT_APPLIED", stream_thread=A1,
+                         **common))
+    events += [
+        ev(3, at(40), f"stream-thread [{A1}] State transition from PARTITIONS_ASSIGNED to RUNNING", "THREAD_STATE",
+           to_state="RUNNING", stream_thread=A1, **common),
+        ev(4, at(4000), f"stream-thread [{back_to}] No checkpoint found for task 1_1 state store store1 changelog "
+                        f"{AUDIT}-1 with EOS turned on. Reinitializing the task and restore its state from the "
+                        "beginning.", "CHECKPOINT_MISSING", task_id="1_1", store="store1", topic=AUDIT, partition=1,
+           stream_thread=back_to, **common),
+        ev(5, at(4000.3), f"stream-thread [{back_to}] State transition from PARTITIONS_ASSIGNED to RUNNING",
+           "THREAD_STATE", to_state="RUNNING", stream_thread=back_to, **common),
+    ]
+    held = [{"host": "h0", "run_id": "h0#1", "stream_thread": A1, "task_id": "1_1", "role": "active",
+             "phase": "assigned", "start": at(0), "end": None, "event": "ASSIGNMENT_APPLIED", "source": "h0/app.log",
+             "line_no": 1}]
+    return make_timeline(spark, events=events, task_lifecycles=held,
+                         process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": "2.1.1"}])
+
+
+@pytest.mark.parametrize("back_to,revoked_first,fires", [(A1, False, True), (A2, False, False), (A1, True, False)])
+def test_restore_skipped_when_the_earlier_holding_was_only_an_assignment(spark, back_to, revoked_first, fires):
+    """Every partition of an active task a 2.0.1-2.1 thread initialises ends in its completedRestorers once it is
+    RUNNING, restore line or not; an assignment revoked before RUNNING, or another thread, does not count."""
+    found = raised(run_detectors(_held_then_back(spark, back_to=back_to, revoked_first=revoked_first),
+                                 only=["restore-skipped-after-reassignment"]), "restore-skipped-after-reassignment")
+    assert [(f.hosts, f.tasks) for f in found] == ([(["h0"], ["1_1"])] if fires else [])
+    if fires:
+        assert "held task 1_1 before" in found[0].explanation
+
 # --- alos-crash-reprocessing -------------------------------------------------------------------------
 
 R1, R2 = "reservations-StreamThread-1", "reservations-StreamThread-2"
@@ -603,6 +641,46 @@ def test_eos_wipe_is_a_warning_only_after_a_clean_stop(spark):
     assert at_least_once.severity == "info" and "at_least_once" in at_least_once.title
 
 
+
+@pytest.mark.parametrize("held_before,fires", [(False, False), (True, True)])
+def test_eos_no_checkpoint_after_a_clean_stop_warns_only_for_a_task_the_previous_run_held(spark, held_before, fires):
+    """2.0.1-2.5 print 'No checkpoint found ... with EOS turned on' for every task without a checkpoint: routine for a
+    task new to the host, a surprise for one the previous run held and closed cleanly."""
+    runs = [dict(r, version="2.0.1") for r in _runs(["clean", "unknown"], "exactly_once")]
+    wipes = [{"host": "h0", "run_id": "h0#2", "task_id": "1_1", "ts": at(210), "reason": "eos-no-checkpoint",
+              "source": "h0/app.log", "line_no": 30}]
+    phases = [{"host": "h0", "run_id": "h0#2", "stream_thread": "app-StreamThread-1", "task_id": "1_1",
+               "role": "active", "phase": "assigned", "start": at(209.5), "source": "h0/app.log", "line_no": 29}]
+    if held_before:
+        phases.append(dict(phases[0], run_id="h0#1", start=at(101), line_no=12))
+    found = run_detectors(make_timeline(spark, process_runs=runs, wipes=wipes, task_lifecycles=phases),
+                          only=["eos-task-corruption-wipe"])
+    assert [f.tasks for f in raised(found, "eos-task-corruption-wipe")] == ([["1_1"]] if fires else [])
+    assert [f.severity for f in found] == ["warning" if fires else "info"]
+
+
+def test_cleaner_deleting_a_stateless_task_directory_is_routine_up_to_2_5(spark):
+    """Up to 2.5 a stateless task's directory is made but never locked nor written: the cleaner deletes it while the
+    task is assigned, and nothing is lost. The sub-topology with a changelog stays judged as before."""
+    cleaned = [{"host": "h0", "run_id": "h0#1", "task_id": task, "ts": at(3600), "delay_ms": 600000,
+                "last_owner_thread": "app-StreamThread-1", "last_owner_role": "active", "last_owner_until": None,
+                "assigned_at_the_time": True, "source": "h0/app.log", "line_no": n} for n, task in ((9, "0_1"), (10, "1_1"))]
+    state = [ev(3, at(10), "stream-thread [app-StreamThread-1] No checkpoint found for task 1_1 state store s changelog "
+                          "app-s-changelog-1 with EOS turned on. Reinitializing the task and restore its state from the "
+                          "beginning.", "CHECKPOINT_MISSING", task_id="1_1", store="s", topic="app-s-changelog",
+                partition=1, run_id="h0#1")]
+
+    def judged(version):
+        return run_detectors(make_timeline(
+            spark, events=state, dir_cleanups=cleaned,
+            process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version}]),
+            only=["cleaner-races-assignment"])
+
+    found = judged("2.1.1")
+    assert [f.tasks for f in raised(found, "cleaner-races-assignment")] == [["1_1"]]
+    assert [f.tasks for f in found if f.severity == "info"] == [["0_1"]]
+    assert [f.tasks for f in raised(judged("2.6.0"), "cleaner-races-assignment")] == [["0_1", "1_1"]]
+
 def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(spark):
     runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "start": at(0), "end": at(4000), "end_kind": "unknown",
              "guarantee": "exactly_once_v2", "version": "4.0.1"}]
@@ -617,6 +695,25 @@ def test_frozen_eos_checkpoint_from_a_trace_write_and_quiet_when_written_again(s
     rewritten = make_timeline(spark, process_runs=runs, checkpoints=[write(6, 3), write(3990, 90)])
     assert run_detectors(rewritten, only=["eos-checkpoint-stale-during-running"]) == []
 
+
+
+@pytest.mark.parametrize("read_at,fires", [(4.3, False), (900, True)])
+def test_a_checkpoint_written_after_the_new_owner_read_none_is_the_handover(spark, read_at, fires):
+    """Up to 2.5 the new owner of a task moved inside one JVM reads before the old owner's close writes: a frozen
+    file next to its 'No checkpoint found' line is that hand-over (KAFKA-7672), not a checkpoint taken while running."""
+    runs = [{"host": "h0", "run_id": "h0#1", "run_no": 1, "start": at(0), "end": at(4000), "end_kind": "unknown",
+             "guarantee": "exactly_once", "version": "2.0.1"}]
+    missing = [ev(7, at(read_at), "stream-thread [app-StreamThread-1] No checkpoint found for task 0_0 state store s "
+                                  "changelog app-s-changelog-0 with EOS turned on. Reinitializing the task and restore "
+                                  "its state from the beginning.", "CHECKPOINT_MISSING", task_id="0_0", store="s",
+                  topic="app-s-changelog", partition=0, run_id="h0#1")]
+    state = {"checkpoints": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "0_0", "topic": "app-s-changelog",
+                              "partition": 0, "offset": 1000, "file": "app/0_0/.checkpoint", "file_mtime": at(4),
+                              "capture_time": at(3900)}]}
+    found = run_detectors(make_timeline(spark, events=missing, state=state, process_runs=runs),
+                          only=["eos-checkpoint-stale-during-running"])
+    assert [f.tasks for f in raised(found, "eos-checkpoint-stale-during-running")] == ([["0_0"]] if fires else [])
+    assert [f.severity for f in found] == ["warning" if fires else "info"]
 
 @pytest.mark.parametrize("after_suspend,fires", [("restoring", True), ("closed-clean", False), (None, False),
                                                  ("no phase in this run", True)])

@@ -11,6 +11,13 @@ changelog, as designed).
 Decision per host (one finding listing its tasks): a ``dir_cleanups`` row whose task was still
 assigned at the time, or whose task was assigned again within ``REASSIGNED_WITHIN_MIN`` minutes
 although it had not left the host ``state.cleanup.delay.ms`` before the deletion: ``warning``.
+
+Up to 2.5 every task gets a directory when it is created, stateless ones included, but only a task with
+state stores locks it; nothing is ever written into a stateless task's directory, so the cleaner deletes it
+``state.cleanup.delay.ms`` after it was made (or first seen by the cleaner), assigned or not. The directory
+holds nothing and the task needs none: ``info``. A task is taken as stateless when the bundle shows state for
+other sub-topologies (store or changelog lines, captured checkpoints) and never for its own, and the run is
+not known to be 2.6 or later (from 2.6 a stateless task gets no directory).
 """
 
 from __future__ import annotations
@@ -19,7 +26,17 @@ from pyspark.sql import functions as F
 
 from toolkit.detectors.base import Finding, Impact, detector
 from toolkit.detectors.preconditions import rows_in
-from toolkit.detectors.common import bounded, evidence_lines, fmt_ts, known_bug_sentences, missing_steps, rows, run_versions
+from toolkit.detectors.common import (
+    bounded,
+    evidence_lines,
+    fmt_ts,
+    known_bug_sentences,
+    missing_steps,
+    rows,
+    may_predate,
+    run_rows,
+    run_versions,
+)
 
 ID = "cleaner-races-assignment"
 REASSIGNED_WITHIN_MIN = 30
@@ -27,7 +44,7 @@ DEFAULT_CLEANUP_DELAY_MS = 600_000  # state.cleanup.delay.ms default
 
 
 @detector(id=ID, title="State cleaner deleted a task directory around its assignment", severity="warning",
-          needs=("dir_cleanups", "task_lifecycles", "checkpoints", "process_runs"), role="trigger",
+          needs=("dir_cleanups", "task_lifecycles", "checkpoints", "process_runs", "events", "state"), role="trigger",
           requires=rows_in("dir_cleanups"))
 def cleaner_races_assignment(tl) -> list[Finding]:
     """Cleaner deletions of directories that were assigned, or re-assigned soon after; routine ones as info."""
@@ -37,7 +54,7 @@ def cleaner_races_assignment(tl) -> list[Finding]:
                           & (F.col("l.start") > F.col("c.ts"))
                           & (F.col("l.start") <= F.col("c.ts") + F.expr(f"INTERVAL {REASSIGNED_WITHIN_MIN} MINUTES")),
                           "left")
-    per = joined.groupBy("c.host", "c.task_id", "c.ts", "c.assigned_at_the_time", "c.last_owner_thread",
+    per = joined.groupBy("c.host", "c.run_id", "c.task_id", "c.ts", "c.assigned_at_the_time", "c.last_owner_thread",
                          "c.last_owner_role", "c.last_owner_until", "c.delay_ms", "c.state_cleanup_delay_ms",
                          "c.source", "c.line_no").agg(
         F.min(F.struct(F.col("l.start").alias("at"), F.col("l.stream_thread").alias("thread"),
@@ -49,14 +66,18 @@ def cleaner_races_assignment(tl) -> list[Finding]:
         F.col("ts") > F.col("cleaned_at")).groupBy("host", "task_id", "cleaned_at").agg(
         F.min(F.struct("ts", "source", "line_no", "offset")).alias("w")), 200)
     wrote = {(w.host, w.task_id, w.cleaned_at): w.w for w in writes}
-    racy, routine = [], []
+    stateful = _stateful_subtopologies(tl)
+    versions = {run.run_id: (run.version, run.version_range) for run in run_rows(tl)}
+    racy, routine, stateless = [], [], []
     for r in got.rows:
         back = r.back if r.back is not None and r.back.at is not None else None
         delay = r.delay_ms or r.state_cleanup_delay_ms or DEFAULT_CLEANUP_DELAY_MS
         left_ms = (r.ts - r.last_owner_until).total_seconds() * 1000 if r.last_owner_until is not None else None
         left_long_ago = left_ms is not None and left_ms >= delay and not r.assigned_at_the_time
         item = (r, back, wrote.get((r.host, r.task_id, r.ts)), left_ms, delay)
-        if r.assigned_at_the_time or (back is not None and not left_long_ago):
+        if _stateless(r.task_id, stateful, *versions.get(r.run_id, (None, None))):
+            stateless.append(item)
+        elif r.assigned_at_the_time or (back is not None and not left_long_ago):
             racy.append(item)
         else:
             routine.append(item)
@@ -66,7 +87,55 @@ def cleaner_races_assignment(tl) -> list[Finding]:
     for host in sorted({i[0].host for i in routine}):
         findings.append(_finding(tl, host, [i for i in routine if i[0].host == host], racy=False,
                                  truncation=got.record("cleanups")))
+    for host in sorted({i[0].host for i in stateless}):
+        findings.append(_stateless_finding(host, [i for i in stateless if i[0].host == host], got.record("cleanups")))
     return findings
+
+
+#: Tables of state evidence read at most to tell stateful sub-topologies from stateless ones.
+MAX_SUBTOPOLOGIES = 1000
+
+
+def _subtopology(task_id: str | None) -> str | None:
+    """``1`` of ``1_3``; ``orders__1`` of a named topology's ``orders__1_3``."""
+    return task_id.rsplit("_", 1)[0] if task_id and "_" in task_id else None
+
+
+def _stateful_subtopologies(tl) -> set[str]:
+    """Sub-topologies the bundle shows state for: a store or changelog named on a task's line, or a captured
+    checkpoint of one of its tasks."""
+    sub = F.regexp_extract("task_id", r"^(.*)_[0-9]+$", 1).alias("sub")
+    logged = tl.events.where(F.col("task_id").isNotNull() & (F.col("store").isNotNull()
+                                                             | F.col("topic").endswith("-changelog"))).select(sub)
+    captured = tl.state.checkpoints.where(F.col("task_id").isNotNull()).select(sub)
+    return {r.sub for r in rows(logged.unionByName(captured).distinct(), MAX_SUBTOPOLOGIES) if r.sub}
+
+
+def _stateless(task_id: str | None, stateful: set[str], version: str | None, version_range: str | None) -> bool:
+    """The task's sub-topology shows no state while others do, in a run that may still make its directory (< 2.6)."""
+    sub = _subtopology(task_id)
+    if not stateful or sub is None or sub in stateful:
+        return False
+    return may_predate(version, version_range, "2.6")
+
+
+def _stateless_finding(host: str, items, truncation: dict) -> Finding:
+    tasks = sorted({r.task_id for r, *_ in items})
+    refs = [(r.source, r.line_no) for r, *_ in items]
+    assigned = sorted({r.task_id for r, *_ in items if r.assigned_at_the_time})
+    return Finding(
+        detector=ID, severity="info", confidence="likely",
+        title=f"{host}: cleaner deleted the empty directories of stateless task(s) {', '.join(tasks)}",
+        explanation=(f"On {host} the state-directory cleaner deleted the directories of task(s) {', '.join(tasks)}"
+                     + (f" ({', '.join(assigned)} still assigned)" if assigned else "")
+                     + ". Their sub-topology shows no state store anywhere in the bundle while others do: up to 2.5 "
+                       "a stateless task still gets a directory but never locks it or writes into it, so the cleaner "
+                       "removes it once it is older than state.cleanup.delay.ms. Nothing was lost."),
+        hosts=[host], tasks=tasks, ts=min(r.ts for r, *_ in items), evidence=evidence_lines(None, refs),
+        impact=Impact(summary="none: the directories held no state", figures={"cleanups": len(items)},
+                      method="sub-topologies with store, changelog or checkpoint evidence versus the cleaned task's"),
+        truncation=truncation,
+    )
 
 
 def _finding(tl, host: str, items, *, racy: bool, truncation: dict) -> Finding:

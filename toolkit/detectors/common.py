@@ -233,6 +233,20 @@ def default_state_updater(version: str | None, version_range: str | None = None)
     return None
 
 
+def may_predate(version: str | None, version_range: str | None, floor: str) -> bool:
+    """Whether the run may be older than ``floor``: its version is below it, or it is unknown (no version, or a
+    range that reaches below it). False only when the run is known to be ``floor`` or later."""
+    v, span = version_args(version, version_range)
+    try:
+        if v:
+            return compare_versions(v, floor) < 0
+        if span and span[0]:
+            return compare_versions(span[0], floor) < 0
+    except VersionError:
+        return True
+    return True
+
+
 def missing_steps(detector_id: str, *extra: str) -> list[str]:
     """Specific gaps first (``extra``), then the detector's standard evidence steps."""
     try:

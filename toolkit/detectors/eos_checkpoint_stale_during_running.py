@@ -13,6 +13,13 @@ changelog records and keep checkpointing under exactly-once, so their ``.checkpo
 are active tasks suspended or closed at the capture, or, for a logged write, at the end of the run (a revocation
 writes the checkpoint, as it should; only a task that resumes processing with it on disk is at fault). Task phases
 count only within the run judged.
+
+Up to 2.5 a task reads (and, under exactly-once, deletes) its ``.checkpoint`` when it is created, before it
+takes the directory lock. When a task moves between two threads of one JVM, the new owner can read before
+the old owner's close writes the file: it logs ``No checkpoint found ... with EOS turned on`` a moment after
+the file's mtime and restores from the changelog start, and the file stays on disk, unread, while the new
+owner runs. That is the KAFKA-7672 hand-over, not a checkpoint written during RUNNING (KAFKA-20685) nor a
+resumed task keeping its own (KAFKA-10362): reported as ``info``, with the crash hazard it still carries.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from toolkit.detectors.common import (
     in_spark_order,
     is_eos_guarantee,
     known_bug_sentences,
+    may_predate,
     missing_steps,
     run_rows,
     unix_seconds,
@@ -43,6 +51,8 @@ from toolkit.sqltext import sql_in
 
 ID = "eos-checkpoint-stale-during-running"
 STALE_AFTER_S = 600
+#: A 'No checkpoint found' line this close to a frozen file's mtime names the owner that read before it was written.
+HANDOVER_WITHIN_S = 120
 #: Frozen checkpoints (captured, and logged) a finding rests on at most.
 MAX_ROWS = 30
 #: A capture of ``state.dir`` taken up to this long after a run's last line still shows that run's files.
@@ -121,7 +131,7 @@ def _lonely_writes(tl, runs) -> list:
 
 
 @detector(id=ID, title="EOS checkpoint stays on disk during RUNNING", severity="warning",
-          needs=("process_runs", "checkpoints", "state", "task_lifecycles"), role="trigger",
+          needs=("process_runs", "checkpoints", "state", "task_lifecycles", "events"), role="trigger",
           # an EOS run, and a captured checkpoint or a logged write of one
           requires=all_of(rows_in("process_runs", EOS_RUN_SQL),
                           any_of(rows_in("state.checkpoints", "problem IS NULL AND offset IS NOT NULL"),
@@ -132,8 +142,10 @@ def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
     if not runs:
         return []
     cap_rows = _frozen_captures(tl, runs)
+    handovers = _handover_race(tl, cap_rows)
+    cap_rows = [r for r in cap_rows if id(r) not in handovers]
     # A capture settles its host; the other hosts are still judged by their logs.
-    captured_hosts = {r.host for r in cap_rows}
+    captured_hosts = {r.host for r in cap_rows} | {r.host for r, _ in handovers.values()}
     log_rows = [r for r in _lonely_writes(tl, runs) if r.host not in captured_hosts][:MAX_ROWS]
     findings = []
     for host in sorted({r.host for r in (*cap_rows, *log_rows)}):
@@ -160,4 +172,49 @@ def eos_checkpoint_stale_during_running(tl) -> list[Finding]:
                           method="capture time minus .checkpoint mtime, or time from the write to the run's end"),
             known_bugs=known_bug_sentences(ID, [version] if version else []),
         ))
+    for host in sorted({r.host for r, _ in handovers.values()}):
+        findings.append(_handover_finding(tl, host, [v for v in handovers.values() if v[0].host == host]))
     return findings
+
+
+def _handover_race(tl, frozen: list) -> dict:
+    """The frozen captured checkpoints written just before their task's 'No checkpoint found' line in the same run
+    (1.x-2.5): id(row) -> (row, that line)."""
+    # Tasks read their checkpoint when created, before locking, up to 2.5.
+    ranges = {r.run_id: r.version_range for r in run_rows(tl)}
+    candidates = [f for f in frozen if f.task_id and may_predate(f.version, ranges.get(f.judged_run), "2.6")]
+    if not candidates:
+        return {}
+    keys = sorted({(f.host, f.judged_run, f.task_id) for f in candidates})
+    wanted = utc.create_frame(tl.events.sparkSession, keys, "host string, run_id string, task_id string")
+    missing = all_rows(tl.events.where("event = 'CHECKPOINT_MISSING' AND ts IS NOT NULL").where(
+        F.col("message").contains("No checkpoint found for task")).join(F.broadcast(wanted), ["host", "run_id", "task_id"])
+        .select("host", "run_id", "task_id", "ts", "source", "line_no"), "'No checkpoint found' lines of frozen tasks")
+    out = {}
+    for f in candidates:
+        near = [m for m in missing if (m.host, m.run_id, m.task_id) == (f.host, f.judged_run, f.task_id)
+                and f.file_mtime is not None and abs(unix_seconds(m.ts) - unix_seconds(f.file_mtime)) <= HANDOVER_WITHIN_S]
+        if near:
+            out[id(f)] = (f, min(near, key=lambda m: abs(unix_seconds(m.ts) - unix_seconds(f.file_mtime))))
+    return out
+
+
+def _handover_finding(tl, host: str, pairs: list) -> Finding:
+    tasks = sorted({f.task_id for f, _ in pairs})
+    evidence = [Evidence(f.source, None, f"{f.file}: {f.topic}-{f.partition} offset {f.offset}, mtime "
+                         f"{fmt_ts(f.file_mtime)}, still unchanged at capture {fmt_ts(f.capture_time)}",
+                         "state", f.file_mtime) for f, _ in pairs[:6]]
+    evidence += evidence_lines(tl, [(m.source, m.line_no) for _, m in pairs])
+    return Finding(
+        detector=ID, severity="info", confidence="likely",
+        title=f"{host}: checkpoint(s) of {', '.join(tasks)} written by the previous owner after the new one read none",
+        explanation=(f"On {host} the .checkpoint of task(s) {', '.join(tasks)} was written within "
+                     f"{HANDOVER_WITHIN_S} s of the new owner's 'No checkpoint found' line: the task moved between "
+                     "threads, the new owner read (and found nothing) before the old owner's close wrote the file, "
+                     "and restored from the changelog start (part of the KAFKA-7672 hand-over). The file stays on "
+                     "disk unread while the task runs; only an unclean stop before the task is closed again would "
+                     "make the next start restore from its older offset instead of wiping the stores."),
+        hosts=[host], tasks=tasks, ts=min(f.file_mtime for f, _ in pairs), evidence=evidence,
+        impact=Impact(summary="none while the task runs; after an unclean stop the next start trusts an old offset",
+                      figures={"tasks": len(tasks)}, method=".checkpoint mtime next to the new owner's no-checkpoint line"),
+    )

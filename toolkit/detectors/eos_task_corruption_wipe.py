@@ -9,6 +9,13 @@ Decision per host/run: ``wipes`` rows with an EOS/corruption reason or ``TASK_CO
 consumer fell out of range, ``info`` when it is the expected reaction to a crash. In an at-least-once run
 (its config dump says so) corruption closes the task dirty and re-initialises it without an exactly-once
 wipe: ``info``, said as such.
+
+In 2.0.1-2.5 every active task that finds no ``.checkpoint`` logs ``No checkpoint found for task ... with EOS
+turned on. Reinitializing the task ...`` (``StoreChangelogReader``): a task new to the host (no directory, or
+one the cleaner removed), or one handed over between two threads of one JVM (the new owner reads before the old
+one writes its closing checkpoint), is wiped this way as a matter of course. Such a wipe is unexpected only when
+the previous run held the task and stopped cleanly (its checkpoint should be there) and the wipe comes with the
+task's first assignment in this run; the others are ``info``.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ MAX_RUNS = 30
 MAX_LINES = 8
 
 
-@detector(id=ID, title="EOS wipe / task corruption", severity="warning", needs=("wipes", "events", "process_runs"),
+@detector(id=ID, title="EOS wipe / task corruption", severity="warning",
+          needs=("wipes", "events", "process_runs", "task_lifecycles", "dir_cleanups"),
           role="consequence",
           requires=any_of(rows_in("wipes", "reason IN ({})".format(", ".join(f"'{r}'" for r in EOS_REASONS))),
                           events_named("TASK_CORRUPTED", "RESTORE_OFFSET_OUT_OF_RANGE", also=False)))
@@ -62,6 +70,15 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
     groups = rows(per_run, MAX_RUNS, order=["host", "first", "run_id"])
     runs = {(r.host, r.run_id): r for r in run_rows(tl)}
     ends = {(r.host, r.run_no): r.end_kind for r in run_rows(tl)}
+    run_ids = {(r.host, r.run_no): r.run_id for r in run_rows(tl)}
+    # Runs after a clean stop whose only wipes are missing checkpoints: which of those tasks should have found one.
+    asked = {}
+    for g in groups:
+        run = runs.get((g.host, g.run_id))
+        if run is not None and run.run_no and set(g.reasons) == {"eos-no-checkpoint"} \
+                and ends.get((g.host, run.run_no - 1)) == "clean":
+            asked[(g.host, g.run_id)] = run_ids.get((g.host, run.run_no - 1))
+    expected_cp = _checkpoint_expected(tl, asked)
     findings = []
     for g in groups:
         run = runs.get((g.host, g.run_id))
@@ -74,6 +91,9 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
         # Only a wipe after a *clean* stop (or an out-of-range restore) is unexpected; with no earlier
         # run in the bundle we cannot tell and stay informational.
         unexpected = previous == "clean" or "offset-out-of-range" in g.reasons
+        if (g.host, g.run_id) in asked and not expected_cp.get((g.host, g.run_id)):
+            findings.append(_routine_no_checkpoint(tl, g, tasks))
+            continue
         findings.append(Finding(
             detector=ID, severity="warning" if unexpected else "info", confidence="confirmed",
             title=f"{g.host}: exactly-once wipe of {len(tasks) or 'some'} task(s) ({', '.join(sorted(g.reasons))})",
@@ -93,6 +113,66 @@ def eos_task_corruption_wipe(tl) -> list[Finding]:
             known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
         ))
     return findings
+
+
+#: A missing checkpoint this long after the task's first assignment in the run is not that assignment's read.
+FIRST_READ_WITHIN = 60
+
+
+def _checkpoint_expected(tl, asked: dict) -> dict:
+    """For each (host, run) of ``asked`` (-> the previous run's id): the tasks whose missing checkpoint is a
+    surprise: the previous run held the task (as an active task) and no cleaner removed its directory after that,
+    and this run's first 'No checkpoint found' of the task came with its first assignment in the run (within
+    ``FIRST_READ_WITHIN`` s). One small query per table for all the asked runs."""
+    if not asked:
+        return {}
+    hosts = sorted({h for h, _ in asked})
+    runs = sorted({r for key, prev in asked.items() for r in (key[1], prev) if r})
+    lc = tl.task_lifecycles.where(F.col("host").isin(*hosts) & F.col("run_id").isin(*runs)
+                                  & (F.col("role") == "active") & F.col("task_id").isNotNull())
+    held = {(r.host, r.run_id, r.task_id): (r.first, r.last) for r in rows(
+        lc.groupBy("host", "run_id", "task_id").agg(F.min("start").alias("first"), F.max("start").alias("last")),
+        5000)}
+    cleaned = {(r.host, r.run_id, r.task_id): r.at for r in rows(
+        tl.dir_cleanups.where(F.col("host").isin(*hosts) & F.col("run_id").isin(*runs))
+        .groupBy("host", "run_id", "task_id").agg(F.max("ts").alias("at")), 5000)}
+    first_missing = rows(tl.wipes.where(F.col("host").isin(*hosts) & F.col("run_id").isin(*runs)
+                                        & (F.col("reason") == "eos-no-checkpoint") & F.col("task_id").isNotNull())
+                         .groupBy("host", "run_id", "task_id").agg(F.min("ts").alias("at")), 5000)
+    out: dict = {}
+    for m in first_missing:
+        prev = asked.get((m.host, m.run_id))
+        before = held.get((m.host, prev, m.task_id)) if prev else None
+        if before is None:
+            continue  # new to the host: nothing to read
+        gone = cleaned.get((m.host, prev, m.task_id))
+        if gone is not None and before[1] is not None and gone > before[1]:
+            continue  # the cleaner removed it after the task left
+        first = held.get((m.host, m.run_id, m.task_id))
+        if first is not None and first[0] is not None and m.at is not None \
+                and (m.at - first[0]).total_seconds() > FIRST_READ_WITHIN:
+            continue  # a later hand-over inside the run, not the first read
+        out.setdefault((m.host, m.run_id), set()).add(m.task_id)
+    return out
+
+
+def _routine_no_checkpoint(tl, g, tasks: list[str]) -> Finding:
+    """EOS reinitialisations of tasks that had no checkpoint to find (2.0.1-2.5): new to the host, their directory
+    cleaned, or handed over between threads of the JVM: the normal path, restored from the changelog start."""
+    return Finding(
+        detector=ID, severity="info", confidence="confirmed",
+        title=f"{g.host}: exactly-once reinitialisation of {len(tasks) or 'some'} task(s) without a checkpoint (routine)",
+        explanation=(f"{g.host} found no checkpoint for task(s) {', '.join(tasks) or '(unnamed)'} from {fmt_ts(g.first)} "
+                     "and reinitialised them under exactly-once, to restore from the changelog start. The previous run "
+                     "stopped cleanly but did not hold these tasks at this point (or their directories were cleaned, or "
+                     "the task moved between threads of this JVM, whose new owner reads before the old one writes its "
+                     "closing checkpoint): there was no checkpoint to find, and this is how Kafka Streams 2.0.1-2.5 "
+                     "starts such a task."),
+        hosts=[g.host], tasks=tasks, ts=g.first, evidence=log_refs((r.source, r.line_no) for r in g.lines),
+        impact=Impact(summary=f"{len(tasks)} task(s) restored from scratch", figures={"tasks": len(tasks)},
+                      method="distinct task ids of 'No checkpoint found' lines"),
+        known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
+    )
 
 
 def _at_least_once(tl, g, tasks: list[str], guarantee: str) -> Finding:

@@ -13,7 +13,11 @@ Decision, per host, thread and changelog partition (one finding per host listing
 2. a restore (re)start of the partition on thread T: ``No checkpoint found ... with EOS turned on``,
    ``Restoring task ...'s state store ... from beginning of the changelog`` (at-least-once), or the
    DEBUG ``Restoring partition ... from offset X to endOffset Y`` with X < Y (a checkpoint exists);
-3. T handled a restore of the same partition earlier in the same run;
+3. T handled the same partition earlier in the same run: a restore line of it on T, or an assignment of
+   its task to T (``partition assignment took ... current active tasks: [...]``) that T completed by reaching
+   RUNNING before its next assignment. The reader adds every partition of an active task it initialises to
+   ``completedRestorers`` (restored to the end, or already there at the checkpoint), so a task restored
+   silently (a checkpoint, at INFO nothing is printed) counts as restored on T just the same;
 4. T's next transition to RUNNING follows with no line that shows records being restored in between
    (progress or completion lines, or a state-updater hand-over).
 
@@ -90,10 +94,40 @@ def _first_at_or_after(starts, marks, keys: list[str], alias: str):
         "_start")
 
 
-def _unrestored_restarts(events, starts):
+def _completed_assignments(events, lifecycles, starts):
+    """Earlier holdings of a restarted partition's task by the restarting thread: rows of ``host, run_id,
+    stream_thread, topic, partition``, ``ts`` (the RUNNING that completed the assignment) and ``_prev`` (the
+    assignment line).
+
+    An assignment counts when the thread's next line of the two kinds (assignment summary, RUNNING) is a
+    RUNNING: a rebalance that revoked the tasks first would have come with a new assignment. Only the tasks of
+    restarted partitions are looked at (their changelog partition comes from the restart line).
+    """
+    thread = ["host", "run_id", "stream_thread"]
+    wanted = starts.select("host", "run_id", "stream_thread", "task_id", "topic", "partition").where(
+        "task_id IS NOT NULL").distinct()
+    marks = events.where("(event = 'ASSIGNMENT_APPLIED' OR (event = 'THREAD_STATE' AND to_state = 'RUNNING')) "
+                         "AND ts IS NOT NULL AND stream_thread IS NOT NULL").join(
+        wanted.select(*thread).distinct(), thread, "left_semi").select(
+        *thread, "ts", "source", "line_no", (F.col("event") == "ASSIGNMENT_APPLIED").alias("_assigned"))
+    following = Window.partitionBy(*thread).orderBy(F.unix_micros("ts"), "line_no")
+    completed = marks.withColumn("_next", F.lead(F.struct(F.col("ts").alias("at"), F.col("_assigned").alias("assigned")))
+                                 .over(following)).where("_assigned AND _next IS NOT NULL AND NOT _next.assigned")
+    held = lifecycles.where("role = 'active' AND phase = 'assigned' AND start IS NOT NULL").select(
+        *thread, "task_id", F.col("start").alias("ts"), "source", "line_no")
+    return (held.join(completed, [*thread, "ts", "source", "line_no"]).join(wanted, [*thread, "task_id"])
+            .select(*thread, "topic", "partition", F.col("_next.at").alias("ts"),
+                    F.struct(F.col("ts").alias("prev_at"), F.col("source").alias("prev_source"),
+                             F.col("line_no").alias("prev_line"), F.lit(None).cast("long").alias("prev_end_offset"),
+                             F.lit("assignment").alias("prev_kind"))
+                    .alias("_prev")))
+
+
+def _unrestored_restarts(events, starts, lifecycles=None):
     """Restore starts of a partition on a thread that restored it before (the earlier start came before a
-    RUNNING of the thread, so it is not the same episode) whose next RUNNING of the thread follows with no
-    line showing records restored in between and no hand-over of the task to the state updater.
+    RUNNING of the thread, so it is not the same episode), or that held its task in an earlier assignment it
+    completed (``lifecycles`` given), whose next RUNNING of the thread follows with no line showing records
+    restored in between and no hand-over of the task to the state updater.
 
     Columns of the start plus ``prev`` (the latest such earlier start) and ``run`` (the next RUNNING line).
     Each comparison is a window over rows sorted by time, so the cost grows with the number of lines, not
@@ -120,9 +154,12 @@ def _unrestored_restarts(events, starts):
     ).where("_start").drop("_start", "_rsource", "_rline")
     # Per start: the latest start of the same partition on the thread that was followed by a RUNNING before it.
     prev = F.struct(F.col("ts").alias("prev_at"), F.col("source").alias("prev_source"),
-                    F.col("line_no").alias("prev_line"), F.col("end_offset").alias("prev_end_offset"))
+                    F.col("line_no").alias("prev_line"), F.col("end_offset").alias("prev_end_offset"),
+                    F.lit("restore").alias("prev_kind"))
     earlier = marks.where("_earlier_from IS NOT NULL").select(
         *partition, F.col("_earlier_from").alias("ts"), prev.alias("_prev"))
+    if lifecycles is not None:
+        earlier = earlier.unionByName(_completed_assignments(events, lifecycles, starts))
     by_partition = Window.partitionBy(*partition).orderBy(micros).rangeBetween(Window.unboundedPreceding, -1)
     restarts = (marks.drop("_earlier_from").withColumn("_start", F.lit(True))
                 .unionByName(earlier.withColumn("_start", F.lit(False)), allowMissingColumns=True)
@@ -138,11 +175,11 @@ def _unrestored_restarts(events, starts):
 
 
 @detector(id=ID, title="Task went RUNNING without restoring its changelog (KAFKA-7672)", severity="critical",
-          needs=("events", "process_runs"), role="root-cause",
-          # two restore starts of a partition on a thread (an earlier one and the restart), and a RUNNING thread
+          needs=("events", "process_runs", "task_lifecycles"), role="root-cause",
+          # a restore start of a partition on a thread (the earlier holding may be an assignment), and a RUNNING
           requires=all_of(rows_in("events", f"event IN ('CHECKPOINT_MISSING', 'RESTORE_START') AND {NOT_NIFI_SQL} "
                                             "AND topic IS NOT NULL AND partition IS NOT NULL "
-                                            "AND stream_thread IS NOT NULL", min_rows=2),
+                                            "AND stream_thread IS NOT NULL"),
                           rows_in("events", f"event = 'THREAD_STATE' AND to_state = 'RUNNING' AND {NOT_NIFI_SQL}")))
 def restore_skipped_after_reassignment(tl) -> list[Finding]:
     """KAFKA-7672: a thread restarts the restore of a partition it restored before and goes RUNNING at once."""
@@ -152,7 +189,7 @@ def restore_skipped_after_reassignment(tl) -> list[Finding]:
     starts = _with_owners(ev, _restart_lines(ev).where("ts IS NOT NULL AND run_id IS NOT NULL AND host IS NOT NULL"))
     hits = [SimpleNamespace(**h.asDict(recursive=False), restart_at=h.ts, restart_source=h.source,
                             restart_line=h.line_no)
-            for h in rows(_unrestored_restarts(ev, starts), MAX_HITS, order=["host", "ts", "source", "line_no"])]
+            for h in rows(_unrestored_restarts(ev, starts, tl.task_lifecycles), MAX_HITS, order=["host", "ts", "source", "line_no"])]
     kept = []
     for h in hits:
         run = runs.get(h.run_id)
@@ -186,7 +223,9 @@ def _finding(host: str, hits) -> Finding:
             lost = h.prev.prev_end_offset
         parts.append(f"task {h.task_id or '?'} on {thread} at {fmt_ts(h.restart_at)}: {what}; the thread reached RUNNING "
                      f"at {fmt_ts(h.run.running_at)} with no restoration of {changelog} in between, although it had "
-                     f"restored {changelog} before (at {fmt_ts(h.prev.prev_at)})")
+                     + (f"restored {changelog} before (at {fmt_ts(h.prev.prev_at)})" if h.prev.prev_kind == "restore" else
+                        f"held task {h.task_id or '?'} before (assigned at {fmt_ts(h.prev.prev_at)}, then RUNNING), "
+                        f"which put {changelog} in its restored set"))
         figures.append({"task": h.task_id, "thread": thread, "changelog": changelog, "kind": h.kind,
                         "offsets_missing_at_least": lost})
     head = figures[0]
