@@ -1,4 +1,13 @@
-"""Shared fixtures: one local SparkSession for the whole test session."""
+"""Shared fixtures (one local SparkSession for the whole test session) and the test tiers.
+
+Every test has exactly one tier marker, given here at collection:
+
+- ``e2e``: starts something of its own (a ``report`` or CLI process, a papermill kernel, a browser, a
+  standalone cluster or Connect server, a wheel build and a fresh venv, a warm-up JVM); marked explicitly,
+  or through a fixture of ``E2E_FIXTURES``;
+- ``spark``: runs on the shared session (uses the ``spark`` fixture, directly or through other fixtures);
+- ``unit``: everything else; such a test fails if it starts a SparkSession or one of the processes above.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from support import BUNDLES, EOS_SAMPLE, REPO, SAMPLES
+from support.tiers import COLLECTED_TIERS, TIERS, starts_own_process
 
 # Keep the parse cache of test runs away from the user's own cache.
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
@@ -20,9 +30,56 @@ os.environ.setdefault("STREAM_INCIDENT_LOG_FILE", str(Path(tempfile.gettempdir()
 # No class archive for the test sessions unless a test asks for one (tests/test_jvm.py).
 os.environ["STREAM_INCIDENT_CLASS_ARCHIVE"] = "0"
 os.environ.pop("STREAM_INCIDENT_CLASS_ARCHIVE_DIR", None)
-SAMPLES = REPO / "sample_logs"
-#: Hand-built incident bundles (see tests/bundles/README.md).
-BUNDLES = REPO / "tests" / "bundles"
+
+#: Fixtures that start a process, kernel or browser of their own: a test using one is end-to-end.
+E2E_FIXTURES = frozenset({"eos_report", "eos_explore", "browser"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Give each test its tier (before ``-m`` deselects): an explicit tier marker stays; else ``e2e`` through an
+    end-to-end fixture, ``spark`` through the session, ``unit`` otherwise."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            tier = "e2e" if fixtures & E2E_FIXTURES else "spark" if "spark" in fixtures else "unit"
+            item.add_marker(tier)
+    config.stash[COLLECTED_TIERS] = {
+        item.nodeid: ([tier for tier in TIERS if item.get_closest_marker(tier)], "spark" in getattr(item, "fixturenames", ()))
+        for item in items}
+
+
+@pytest.fixture(autouse=True)
+def _tier_guard(request, monkeypatch):
+    """A test outside ``e2e`` starts no process of the kinds above; a ``unit`` test starts no SparkSession."""
+    if request.node.get_closest_marker("e2e"):
+        yield
+        return
+    started: list[str] = []
+    popen_init = subprocess.Popen.__init__
+
+    def watched_popen(self, args, *a, **kw):
+        what = starts_own_process(args)
+        if what:
+            started.append(what)
+        popen_init(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", watched_popen)
+    if request.node.get_closest_marker("unit"):
+        from pyspark.sql import SparkSession
+
+        get_or_create = SparkSession.Builder.getOrCreate
+
+        def refused(builder):
+            started.append("a SparkSession")
+            return get_or_create(builder)
+
+        monkeypatch.setattr(SparkSession.Builder, "getOrCreate", refused)
+    yield
+    if started:
+        tier = "unit" if request.node.get_closest_marker("unit") else "spark"
+        pytest.fail(f"a {tier} test started {', '.join(sorted(set(started)))}: use the spark fixture or mark it "
+                    "e2e (tests/conftest.py)", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -86,17 +143,30 @@ def analysis_of(spark, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def detected(analysis_of):
+    """``detected(name) -> (analysis, findings)``: the session's analysis of a sample or hand-built bundle (names as
+    for ``analysis_of``) and the findings of every detector on it, each made once per test session."""
+    from toolkit.detectors import run_detectors
+
+    found: dict[str, list] = {}
+
+    def get(name: str):
+        analysis = analysis_of(name)
+        if name not in found:
+            found[name] = run_detectors(analysis.timeline)
+        return analysis, found[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def browser():
     """One headless Chromium (network off, Selenium over Debian's chromedriver) for every browser test."""
-    from browser import start_browser, stop_browser
+    from support.browser import start_browser, stop_browser
 
     driver = start_browser()
     yield driver
     stop_browser(driver)
-
-
-#: The sample the entry-point tests (report command, Explorer notebook, detect) share.
-EOS_SAMPLE = SAMPLES / "kafka-eos-stale-checkpoint"
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from pyspark.sql import functions as F
 
-from fuzz import MUTATIONS, build_fuzz_bundle, matches, physical_lines
+from support.fuzz import MUTATIONS, build_fuzz_bundle, matches, physical_lines
 from toolkit.ingest import parse_bundle
 
 SEED = int(os.environ.get("FUZZ_SEED", "20261122"))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
-from conftest import REPO
+from support import REPO
 
 #: The pages that state them: the template count, which commands take --verbose, what parse writes.
 TABLES_PAGE, COMMANDS_PAGE, OUTPUTS_PAGE = (REPO / "docs" / page for page in
