@@ -27,12 +27,20 @@ from support.tiers import COLLECTED_TIERS, TIERS, starts_own_process
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
 # The engine's log of this test run, apart from other runs on the machine (two clones' suites at once).
 os.environ.setdefault("STREAM_INCIDENT_LOG_FILE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-spark-{os.getpid()}.log"))
+# pytest-xdist workers inherit both from the controlling process: each keeps a cache and a log of its own.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER and not os.environ.get("STREAM_INCIDENT_TEST_WORKER_PATHS"):
+    os.environ["STREAM_INCIDENT_TEST_WORKER_PATHS"] = WORKER
+    os.environ["STREAM_INCIDENT_CACHE"] += f"-{WORKER}"
+    os.environ["STREAM_INCIDENT_LOG_FILE"] = os.environ["STREAM_INCIDENT_LOG_FILE"].removesuffix(".log") + f"-{WORKER}.log"
 # No class archive for the test sessions unless a test asks for one (tests/test_jvm.py).
 os.environ["STREAM_INCIDENT_CLASS_ARCHIVE"] = "0"
 os.environ.pop("STREAM_INCIDENT_CLASS_ARCHIVE_DIR", None)
 
 #: Fixtures that start a process, kernel or browser of their own: a test using one is end-to-end.
 E2E_FIXTURES = frozenset({"eos_report", "eos_explore", "browser"})
+#: The session's EOS report and Explorer run: their tests stay on one pytest-xdist worker, which makes them once.
+EOS_FIXTURES = frozenset({"eos_report", "eos_explore"})
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -44,6 +52,25 @@ def pytest_collection_modifyitems(config, items):
         if not any(item.get_closest_marker(tier) for tier in TIERS):
             tier = "e2e" if fixtures & E2E_FIXTURES else "spark" if "spark" in fixtures else "unit"
             item.add_marker(tier)
+    # Under pytest-xdist (--dist loadgroup): the spark tier on one worker (one session, one JVM), the tests of the
+    # EOS report together; the other e2e tests, then the unit tier, fill the other worker. Groups come first
+    # so that the two workers start with one each.
+    rank = {}
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for index, item in enumerate(items):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("spark"):
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group("spark"))
+            rank[item.nodeid] = (0, index)
+        elif fixtures & EOS_FIXTURES:
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group("eos-report"))
+            rank[item.nodeid] = (1, index)
+        else:
+            rank[item.nodeid] = (2 if item.get_closest_marker("e2e") else 3, index)
+    if WORKER:
+        items.sort(key=lambda item: rank[item.nodeid])
     config.stash[COLLECTED_TIERS] = {
         item.nodeid: ([tier for tier in TIERS if item.get_closest_marker(tier)], "spark" in getattr(item, "fixturenames", ()))
         for item in items}
