@@ -1,7 +1,9 @@
-"""Every test is in exactly one tier (tests/conftest.py gives them): unit, spark or e2e."""
+"""Every test is in exactly one tier (tests/conftest.py gives them): unit, spark or e2e; and test modules share
+helpers through tests/support, never by importing one another."""
 
 from __future__ import annotations
 
+import ast
 import tomllib
 
 from support import REPO
@@ -21,3 +23,17 @@ def test_the_tiers_are_registered_markers():
     registered = [line.split(":", 1)[0] for line in config["markers"]]
     assert [tier for tier in registered if tier in TIERS] == list(TIERS)
     assert "--strict-markers" in config["addopts"].split()
+
+
+def test_no_test_module_imports_another_or_conftest():
+    tests = REPO / "tests"
+    modules = {p.stem for p in tests.glob("test_*.py")} | {"conftest"}
+    imports = {}
+    for path in sorted(tests.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            for name in names:
+                if name.split(".")[0] in modules:
+                    imports.setdefault(path.name, []).append(name)
+    assert imports == {}
