@@ -29,8 +29,7 @@ os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) /
 os.environ.setdefault("STREAM_INCIDENT_LOG_FILE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-spark-{os.getpid()}.log"))
 # pytest-xdist workers inherit both from the controlling process: each keeps a cache and a log of its own.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-if WORKER and not os.environ.get("STREAM_INCIDENT_TEST_WORKER_PATHS"):
-    os.environ["STREAM_INCIDENT_TEST_WORKER_PATHS"] = WORKER
+if WORKER:
     os.environ["STREAM_INCIDENT_CACHE"] += f"-{WORKER}"
     os.environ["STREAM_INCIDENT_LOG_FILE"] = os.environ["STREAM_INCIDENT_LOG_FILE"].removesuffix(".log") + f"-{WORKER}.log"
 # No class archive for the test sessions unless a test asks for one (tests/test_jvm.py).
@@ -69,11 +68,27 @@ def pytest_collection_modifyitems(config, items):
             rank[item.nodeid] = (1, index)
         else:
             rank[item.nodeid] = (2 if item.get_closest_marker("e2e") else 3, index)
-    if WORKER:
-        items.sort(key=lambda item: rank[item.nodeid])
     config.stash[COLLECTED_TIERS] = {
         item.nodeid: ([tier for tier in TIERS if item.get_closest_marker(tier)], "spark" in getattr(item, "fixturenames", ()))
         for item in items}
+    if WORKER:
+        items.sort(key=lambda item: rank[item.nodeid])
+    if getattr(config.option, "loadgroup", False):
+        _name_xdist_groups(items)
+
+
+def _name_xdist_groups(items) -> None:
+    """Put each test's xdist group into its node id (``...::test@spark``), which is what --dist loadgroup
+    schedules by. pytest-xdist 3.8 writes ``item._nodeid``, which pytest 9.2 no longer reads (its node ids
+    live in ``item._id``), so without this every group is scattered over the workers."""
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # pytest before 9.2: xdist's own suffix works
+        return
+    for item in items:
+        groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
+        if groups and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.fixture(autouse=True)
