@@ -1,4 +1,13 @@
-"""Shared fixtures: one local SparkSession for the whole test session."""
+"""Shared fixtures (one local SparkSession for the whole test session) and the test tiers.
+
+Every test has exactly one tier marker, given here at collection:
+
+- ``e2e``: starts something of its own (a ``report`` or CLI process, a papermill kernel, a browser, a
+  standalone cluster or Connect server, a wheel build and a fresh venv, a warm-up JVM); marked explicitly,
+  or through a fixture of ``E2E_FIXTURES``;
+- ``spark``: runs on the shared session (uses the ``spark`` fixture, directly or through other fixtures);
+- ``unit``: everything else; such a test fails if it starts a SparkSession or one of the processes above.
+"""
 
 from __future__ import annotations
 
@@ -11,18 +20,108 @@ from types import SimpleNamespace
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from support import BUNDLES, EOS_SAMPLE, REPO, SAMPLES
+from support.tiers import COLLECTED_TIERS, TIERS, starts_own_process
 
 # Keep the parse cache of test runs away from the user's own cache.
 os.environ.setdefault("STREAM_INCIDENT_CACHE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-cache-{os.getpid()}"))
 # The engine's log of this test run, apart from other runs on the machine (two clones' suites at once).
 os.environ.setdefault("STREAM_INCIDENT_LOG_FILE", str(Path(tempfile.gettempdir()) / f"stream-incident-test-spark-{os.getpid()}.log"))
+# pytest-xdist workers inherit both from the controlling process: each keeps a cache and a log of its own.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER:
+    os.environ["STREAM_INCIDENT_CACHE"] += f"-{WORKER}"
+    os.environ["STREAM_INCIDENT_LOG_FILE"] = os.environ["STREAM_INCIDENT_LOG_FILE"].removesuffix(".log") + f"-{WORKER}.log"
 # No class archive for the test sessions unless a test asks for one (tests/test_jvm.py).
 os.environ["STREAM_INCIDENT_CLASS_ARCHIVE"] = "0"
 os.environ.pop("STREAM_INCIDENT_CLASS_ARCHIVE_DIR", None)
-SAMPLES = REPO / "sample_logs"
-#: Hand-built incident bundles (see tests/bundles/README.md).
-BUNDLES = REPO / "tests" / "bundles"
+
+#: Fixtures that start a process, kernel or browser of their own: a test using one is end-to-end.
+E2E_FIXTURES = frozenset({"eos_report", "eos_explore", "browser"})
+#: The session's EOS report and Explorer run: their tests stay on one pytest-xdist worker, which makes them once.
+EOS_FIXTURES = frozenset({"eos_report", "eos_explore"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Give each test its tier (before ``-m`` deselects): an explicit tier marker stays; else ``e2e`` through an
+    end-to-end fixture, ``spark`` through the session, ``unit`` otherwise."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            tier = "e2e" if fixtures & E2E_FIXTURES else "spark" if "spark" in fixtures else "unit"
+            item.add_marker(tier)
+    # Under pytest-xdist (--dist loadgroup): the spark tier on one worker (one session, one JVM), the tests of the
+    # EOS report together; the other e2e tests, then the unit tier, fill the other worker. Groups come first
+    # so that the two workers start with one each.
+    rank = {}
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for index, item in enumerate(items):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("spark"):
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group("spark"))
+            rank[item.nodeid] = (0, index)
+        elif fixtures & EOS_FIXTURES:
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group("eos-report"))
+            rank[item.nodeid] = (1, index)
+        else:
+            rank[item.nodeid] = (2 if item.get_closest_marker("e2e") else 3, index)
+    config.stash[COLLECTED_TIERS] = {
+        item.nodeid: ([tier for tier in TIERS if item.get_closest_marker(tier)], "spark" in getattr(item, "fixturenames", ()))
+        for item in items}
+    if WORKER:
+        items.sort(key=lambda item: rank[item.nodeid])
+    if getattr(config.option, "loadgroup", False):
+        _name_xdist_groups(items)
+
+
+def _name_xdist_groups(items) -> None:
+    """Put each test's xdist group into its node id (``...::test@spark``), which is what --dist loadgroup
+    schedules by. pytest-xdist 3.8 writes ``item._nodeid``, which pytest 9.2 no longer reads (its node ids
+    live in ``item._id``), so without this every group is scattered over the workers."""
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # pytest before 9.2: xdist's own suffix works
+        return
+    for item in items:
+        groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args})
+        if groups and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(groups)}")
+
+
+@pytest.fixture(autouse=True)
+def _tier_guard(request, monkeypatch):
+    """A test outside ``e2e`` starts no process of the kinds above; a ``unit`` test starts no SparkSession."""
+    if request.node.get_closest_marker("e2e"):
+        yield
+        return
+    started: list[str] = []
+    popen_init = subprocess.Popen.__init__
+
+    def watched_popen(self, args, *a, **kw):
+        what = starts_own_process(args)
+        if what:
+            started.append(what)
+        popen_init(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", watched_popen)
+    if request.node.get_closest_marker("unit"):
+        from pyspark.sql import SparkSession
+
+        get_or_create = SparkSession.Builder.getOrCreate
+
+        def refused(builder):
+            started.append("a SparkSession")
+            return get_or_create(builder)
+
+        monkeypatch.setattr(SparkSession.Builder, "getOrCreate", refused)
+    yield
+    if started:
+        tier = "unit" if request.node.get_closest_marker("unit") else "spark"
+        pytest.fail(f"a {tier} test started {', '.join(sorted(set(started)))}: use the spark fixture or mark it "
+                    "e2e (tests/conftest.py)", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -86,17 +185,30 @@ def analysis_of(spark, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def detected(analysis_of):
+    """``detected(name) -> (analysis, findings)``: the session's analysis of a sample or hand-built bundle (names as
+    for ``analysis_of``) and the findings of every detector on it, each made once per test session."""
+    from toolkit.detectors import run_detectors
+
+    found: dict[str, list] = {}
+
+    def get(name: str):
+        analysis = analysis_of(name)
+        if name not in found:
+            found[name] = run_detectors(analysis.timeline)
+        return analysis, found[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
 def browser():
     """One headless Chromium (network off, Selenium over Debian's chromedriver) for every browser test."""
-    from browser import start_browser, stop_browser
+    from support.browser import start_browser, stop_browser
 
     driver = start_browser()
     yield driver
     stop_browser(driver)
-
-
-#: The sample the entry-point tests (report command, Explorer notebook, detect) share.
-EOS_SAMPLE = SAMPLES / "kafka-eos-stale-checkpoint"
 
 
 @pytest.fixture(scope="session")

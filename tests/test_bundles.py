@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import BUNDLES
-from toolkit.detectors import ERROR, run_detectors
+from support import BUNDLES
+from toolkit.detectors import ERROR
 from toolkit.knowledge.versions import compare_versions, parse_version
 
 NAMES = sorted(p.name for p in BUNDLES.iterdir() if (p / "EXPECTED.json").is_file()) if BUNDLES.is_dir() else []
@@ -40,17 +40,9 @@ def utc(text: str) -> datetime:
 
 
 @pytest.fixture(scope="session")
-def bundle(analysis_of):
-    """``bundle(name) -> (analysis, findings)``, each analysed and detected once per session."""
-    found: dict[str, list] = {}
-
-    def get(name: str):
-        analysis = analysis_of(f"bundles/{name}")
-        if name not in found:
-            found[name] = run_detectors(analysis.timeline)
-        return analysis, found[name]
-
-    return get
+def bundle(detected):
+    """``bundle(name) -> (analysis, findings)`` of a bundle in tests/bundles (``detected`` in conftest.py)."""
+    return lambda name: detected(f"bundles/{name}")
 
 
 def _raised(findings):

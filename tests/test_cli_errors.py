@@ -73,6 +73,7 @@ def test_out_dir_that_is_a_file(tmp_path, bundle, capsys):
     assert out.read_text() == "not a directory\n"
 
 
+@pytest.mark.e2e
 def test_out_dir_that_is_a_file_with_a_separate_work_dir(tmp_path, bundle):
     out = tmp_path / "out.txt"
     out.write_text("not a directory\n")
@@ -121,6 +122,7 @@ def test_master_and_remote_together_are_refused(tmp_path, bundle, capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("flag,url,what", [
     ("--master", "spark://127.0.0.1:1", "master"),
     ("--remote", "sc://127.0.0.1:1", "Connect endpoint"),

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from server_conf import ServerConf
-from spark_services import connect_server, loopback_env, standalone_cluster
+from support import REPO
+from support.server_conf import ServerConf
+from support.spark_services import connect_server, loopback_env, standalone_cluster
 
-REPO = Path(__file__).resolve().parent.parent
 SMALL_BUNDLE = """\
 [2026-03-07 14:02:11,408] INFO stream-thread [orders-agg-0-StreamThread-1] State transition from PARTITIONS_ASSIGNED to RUNNING (org.apache.kafka.streams.processor.internals.StreamThread)
 [2026-03-07 14:02:12,000] WARN stream-thread [orders-agg-0-StreamThread-1] Detected the states of tasks [0_1] are corrupted. Will close the task as dirty and re-create and bootstrap from scratch. (org.apache.kafka.streams.processor.internals.StreamThread)
@@ -64,6 +64,7 @@ def embedded(spark, small_bundle, tmp_path_factory):
     return out
 
 
+@pytest.mark.e2e
 @pytest.mark.cluster
 def test_timeline_on_standalone_cluster(spark, small_bundle, embedded, tmp_path):
     with standalone_cluster(tmp_path / "spark") as url:
@@ -85,6 +86,7 @@ def _frame_attrs_through(url: str) -> list[str]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 @pytest.mark.connect
 def test_timeline_through_spark_connect(spark, small_bundle, embedded, tmp_path):
     with connect_server(tmp_path / "spark") as url:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import configparser
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
+from support import REPO
 from toolkit.knowledge import logger_snippet, missing_evidence_steps, render_guide
 from toolkit.knowledge.collect import (
     PLAYBOOK_PATH,
@@ -23,7 +23,6 @@ from toolkit.knowledge.collect import (
     write_playbook,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 
 REQUIRED_DETECTORS = {"eos-stale-restore-checkpoint", "standby-lock-stale-checkpoint",
                       "restore-skipped-after-reassignment", "alos-crash-reprocessing",

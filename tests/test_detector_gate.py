@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_detector_mechanics import _lock, _standby
-from test_detectors import _eos_timeline, make_timeline
+from support.timelines import at, eos_timeline, ev, failed_lock, make_timeline, standby_timeline
 from toolkit.detectors import DetectorResults, gate_detectors, registered_detectors, run_detectors
 from toolkit.detectors.base import REGISTRY, detector
 from toolkit.detectors.preconditions import (
@@ -50,7 +49,7 @@ def _jobs_of(spark, group, fn):
 
 
 def test_false_precondition_skips_the_detector_without_running_it(spark, probe):
-    tl = make_timeline(spark, locks=[{**_lock("0_1", 0, 1), "kind": "acquired"}])
+    tl = make_timeline(spark, locks=[{**failed_lock("0_1", 0, 1), "kind": "acquired"}])
     found = run_detectors(tl, only=[PROBE, "lock-contention"])
     assert found == [] and probe == []
     assert isinstance(found, DetectorResults)
@@ -59,7 +58,7 @@ def test_false_precondition_skips_the_detector_without_running_it(spark, probe):
 
 
 def test_true_precondition_runs_the_detector(spark, probe):
-    locks = [_lock("0_1", 0, 1), _lock("0_1", 90, 2)]
+    locks = [failed_lock("0_1", 0, 1), failed_lock("0_1", 90, 2)]
     found = run_detectors(make_timeline(spark, locks=locks), only=[PROBE, "lock-contention"])
     assert len(probe) == 1 and found.skipped == {}
     assert found.ran == (PROBE, "lock-contention")
@@ -82,7 +81,7 @@ def test_a_skipped_detector_runs_no_spark_job(spark, probe):
 
 def test_every_precondition_is_checked_in_one_query(spark, monkeypatch):
     """All detectors' preconditions: one aggregate whose result has a row per matched check at most."""
-    tl = _eos_timeline(spark)
+    tl = eos_timeline(spark)
     frame_class = type(tl.events)
     collects = []
     original = frame_class.collect
@@ -100,7 +99,7 @@ def test_every_precondition_is_checked_in_one_query(spark, monkeypatch):
 
 
 def test_row_checks_count_min_rows_and_state_tables(spark):
-    tl = _eos_timeline(spark, capture=True)
+    tl = eos_timeline(spark, capture=True)
     facts = check_row_counts(tl, [
         rows_in("process_runs"), rows_in("process_runs", min_rows=3), rows_in("process_runs", "end_kind = 'crash'"),
         rows_in("state.checkpoints", "offset = 1000"), rows_in("locks"),
@@ -110,8 +109,6 @@ def test_row_checks_count_min_rows_and_state_tables(spark):
 
 
 def test_also_events_match(spark):
-    from test_detectors import at, ev
-
     line = ev(1, at(1), "stream-thread [app-StreamThread-1] Detected the states of tasks [0_1] are corrupted.",
               "TASK_CLOSED_DIRTY", also_events=["TASK_CORRUPTED"])
     facts = check_row_counts(make_timeline(spark, events=[line]),
@@ -146,4 +143,4 @@ def test_requires_must_read_only_declared_tables():
 def test_standby_chain_and_info_only_paths_both_pass_the_gate(spark, lock):
     """The full chain (a failed lock) and the INFO-only path (a standby task, no lock line) both run."""
     spec = registered_detectors()["standby-lock-stale-checkpoint"]
-    assert gate_detectors(_standby(spark, lock=lock), [spec]) == {}
+    assert gate_detectors(standby_timeline(spark, lock=lock), [spec]) == {}

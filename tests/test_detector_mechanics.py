@@ -8,54 +8,19 @@ from __future__ import annotations
 
 import pytest
 
-from test_detectors import _eos_timeline, at, ev, make_timeline
+from support.timelines import (A2, RUNNING_ACTIVE, at, eos_versioned_timeline, ev, failed_lock, make_timeline,
+                                migration_step, skipped_restore_timeline, standby_timeline, task_phase)
 from toolkit.detectors import run_detectors
 
 RAISED = ("critical", "warning")
-CLIENT = "orders-agg-db63a30b-1d50-404f-898c-780eca36b0b1"
-T1 = f"{CLIENT}-StreamThread-1"
-UPDATER = f"{CLIENT}-StateUpdater-1"
-
-
 def raised(findings, detector_id):
     return [f for f in findings if f.detector == detector_id and f.severity in RAISED]
-
-
-# --- eos-stale-restore-checkpoint ---------------------------------------------------------------
-
-def _phase(phase, seconds, role="active", line_no=None, run_id="h0#1", event="TASK_RUNNING"):
-    return {"host": "h0", "run_id": run_id, "stream_thread": T1, "task_id": "0_0", "role": role, "phase": phase,
-            "start": at(seconds), "end": None, "event": event, "source": "h0/app.log", "line_no": line_no}
-
-
-def _eos(spark, *, version="4.1.2", lifecycle=None, updater_lines=False, completed=True, **kw):
-    """The KAFKA-20685 story of ``_eos_timeline`` with the crashed run's version, task phases and
-    state-updater lines chosen by the test."""
-    tl = _eos_timeline(spark, **kw)
-    runs = [r.asDict() for r in tl.process_runs.collect()]
-    for r in runs:
-        r["version"] = version
-    restorations = [r.asDict() for r in tl.restorations.collect()]
-    if not completed:
-        restorations = [dict(r, completed=False, end=None) if r["run_id"] == "h0#1" else r for r in restorations]
-    events = [r.asDict() for r in tl.events.collect()]
-    if updater_lines:
-        events.append(ev(3, at(4), "Stateful active task 0_0 was added to the state updater", "RESTORE_QUEUED",
-                         run_id="h0#1", task_id="0_0", thread=UPDATER, prefix_kind="state-updater"))
-    checkpoints = [r.asDict() for r in tl.checkpoints.collect()]
-    state = {"checkpoints": [r.asDict() for r in tl.state.checkpoints.collect()]}
-    return make_timeline(spark, events=events, state=state, process_runs=runs, checkpoints=checkpoints,
-                         restorations=restorations, task_lifecycles=list(lifecycle or []),
-                         wipes=[r.asDict() for r in tl.wipes.collect()])
-
-
-RUNNING_ACTIVE = [_phase("restoring", 5, event="RESTORE_QUEUED"), _phase("running", 6.5, line_no=12)]
 
 
 @pytest.mark.parametrize("version,updater_lines", [("4.1.2", False), ("3.8.1", False), ("4.2.1", False),
                                                    ("3.6.1", True)])
 def test_eos_stale_fires_for_a_running_active_task_on_affected_versions(spark, version, updater_lines):
-    tl = _eos(spark, version=version, lifecycle=RUNNING_ACTIVE, updater_lines=updater_lines)
+    tl = eos_versioned_timeline(spark, version=version, lifecycle=RUNNING_ACTIVE, updater_lines=updater_lines)
     (finding,) = raised(run_detectors(tl, only=["eos-stale-restore-checkpoint"]), "eos-stale-restore-checkpoint")
     assert finding.tasks == ["0_0"] and finding.confidence == "confirmed"
 
@@ -65,120 +30,58 @@ def test_eos_stale_fires_for_a_running_active_task_on_affected_versions(spark, v
 def test_eos_stale_quiet_on_legitimate_checkpoints(spark, case):
     lifecycle, version, completed = RUNNING_ACTIVE, "4.1.2", True
     if case == "standby":
-        lifecycle = [_phase("running", 6.5, role="standby", event="STANDBY_UPDATING")]
+        lifecycle = [task_phase("running", 6.5, role="standby", event="STANDBY_UPDATING")]
     elif case == "crash-during-restoration":
-        lifecycle, completed = [_phase("restoring", 5, event="RESTORE_QUEUED")], False
+        lifecycle, completed = [task_phase("restoring", 5, event="RESTORE_QUEUED")], False
     elif case == "closed-clean":
-        lifecycle = [*RUNNING_ACTIVE, _phase("closed-clean", 3000, event="TASK_CLOSED_CLEAN")]
+        lifecycle = [*RUNNING_ACTIVE, task_phase("closed-clean", 3000, event="TASK_CLOSED_CLEAN")]
     elif case == "suspended":
-        lifecycle = [*RUNNING_ACTIVE, _phase("suspended", 3000, event="TASK_SUSPENDED")]
+        lifecycle = [*RUNNING_ACTIVE, task_phase("suspended", 3000, event="TASK_SUSPENDED")]
     else:
         version = {"3.6-updater-off": "3.6.1", "4.1.3-fixed": "4.1.3", "4.2.2-fixed": "4.2.2", "4.3": "4.3.0",
                    "3.2": "3.2.3"}[case]
-    tl = _eos(spark, version=version, lifecycle=lifecycle, completed=completed)
+    tl = eos_versioned_timeline(spark, version=version, lifecycle=lifecycle, completed=completed)
     found = run_detectors(tl, only=["eos-stale-restore-checkpoint"])
     assert raised(found, "eos-stale-restore-checkpoint") == [], [f.title for f in found]
 
 
 # --- standby-lock-stale-checkpoint (KAFKA-8187) ----------------------------------------------------
 
-LEDGER = "ledger-ledger-store-changelog"
-L1, L2 = "ledger-StreamThread-1", "ledger-StreamThread-2"
-
-
-def _standby(spark, *, version="2.0.1", role="standby", prior=True, lock=True, capture=False, restore=True):
-    """Thread 2 fails to lock standby 1_0 held by thread 1; the cleaner deletes 1_0; a checkpoint comes back."""
-    task_prefix = "standby-task" if role == "standby" else "task"
-    kind = "standby" if role == "standby" else "stream"
-    events = [
-        ev(2, at(2), f"{task_prefix} [1_0] Writing checkpoint: {{{LEDGER}-0=48211}}", "CHECKPOINT_WRITTEN",
-           run_id="h0#1", task_id="1_0", topic=LEDGER, partition=0, offset=48211, stream_thread=L1),
-        ev(9, at(1200), "Deleting obsolete state directory 1_0 for task 1_0 as 1196311ms has elapsed "
-                        "(cleanup delay is 600000ms).", "DIR_CLEANED", run_id="h0#1", task_id="1_0"),
-        ev(12, at(1920), f"{task_prefix} [1_0] Writing checkpoint: {{{LEDGER}-0=48211}}", "CHECKPOINT_WRITTEN",
-           run_id="h0#1", task_id="1_0", topic=LEDGER, partition=0, offset=48211, stream_thread=L2),
-        ev(20, at(3660), f"Restoring partition {LEDGER}-0 from offset 48211 to endOffset 61877", "RESTORE_START",
-           run_id="h0#1", topic=LEDGER, partition=0, offset=48211, end_offset=61877, stream_thread=L2),
-        ev(3, at(2.5), f"partition assignment took 52 ms.\n\tcurrently assigned active tasks: []\n\t"
-                       f"currently assigned {role} tasks: [1_0]\n", "ASSIGNMENT_APPLIED", run_id="h0#1",
-           stream_thread=L2),
-    ]
-    if lock:
-        events.append(ev(5, at(3), f"Could not create {kind} task 1_0 due to {task_prefix} [1_0] Failed to lock the "
-                                   "state directory for task 1_0; will retry", "LOCK_FAILED", run_id="h0#1",
-                         task_id="1_0", stream_thread=L2))
-    checkpoints = [{"host": "h0", "task_id": "1_0", "topic": LEDGER, "partition": 0, "ts": at(1920), "kind": "written",
-                    "offset": 48211, "origin": "log", "run_id": "h0#1", "source": "h0/app.log", "line_no": 12}]
-    if prior:
-        checkpoints.append({"host": "h0", "task_id": "1_0", "topic": LEDGER, "partition": 0, "ts": at(2),
-                            "kind": "written", "offset": 48211, "origin": "log", "run_id": "h0#1",
-                            "source": "h0/app.log", "line_no": 2})
-    if not lock:  # INFO only: neither TRACE line nor the DEBUG restore start
-        events = [e for e in events if e["line_no"] in (3, 9)]
-        checkpoints = []
-    state = None
-    if capture:
-        state = {"checkpoints": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "1_0", "topic": LEDGER,
-                                  "partition": 0, "offset": 48211, "file": "ledger/1_0/.checkpoint",
-                                  "file_mtime": at(1920), "capture_time": at(2400)}],
-                 "state_files": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "1_0", "kind": "checkpoint",
-                                  "path": "ledger/1_0/.checkpoint"}]}
-    return make_timeline(
-        spark, events=events, state=state,
-        process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version, "start": at(0),
-                       "end": at(4000), "end_kind": "unknown", "guarantee": "at_least_once", "num_standby_replicas": 1,
-                       "num_stream_threads": 2}],
-        task_lifecycles=[{"host": "h0", "run_id": "h0#1", "stream_thread": L1, "task_id": "1_0", "role": role,
-                          "phase": "running", "start": at(0), "end": at(10), "source": "h0/app.log", "line_no": 1},
-                         {"host": "h0", "run_id": "h0#1", "stream_thread": L2, "task_id": "1_0", "role": role,
-                          "phase": "assigned", "start": at(2.5), "end": at(4000), "source": "h0/app.log",
-                          "line_no": 3}],
-        locks=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "kind": "failed", "ts": at(3), "thread": L2,
-                "role": "active", "holder_thread": L1, "source": "h0/app.log", "line_no": 5}] if lock else [],
-        dir_cleanups=[{"host": "h0", "run_id": "h0#1", "task_id": "1_0", "ts": at(1200), "source": "h0/app.log",
-                       "line_no": 9}],
-        checkpoints=checkpoints,
-        restorations=[{"host": "h0", "run_id": "h0#1", "topic": LEDGER, "partition": 0, "start": at(3660),
-                       "start_offset": 48211, "end_offset": 61877, "completed": False,
-                       "start_source": "h0/app.log", "start_line_no": 20}] if restore and lock else [],
-    )
-
-
 @pytest.mark.parametrize("version", ["2.0.1", "2.1.1", "2.2.1"])
 def test_standby_lock_confirmed_on_affected_versions(spark, version):
-    (finding,) = raised(run_detectors(_standby(spark, version=version), only=["standby-lock-stale-checkpoint"]),
+    (finding,) = raised(run_detectors(standby_timeline(spark, version=version), only=["standby-lock-stale-checkpoint"]),
                         "standby-lock-stale-checkpoint")
     assert (finding.confidence, finding.tasks, finding.hosts) == ("confirmed", ["1_0"], ["h0"])
     assert finding.impact.figures["stale_offset"] == 48211
 
 
 def test_standby_lock_needs_a_standby_task(spark):
-    found = run_detectors(_standby(spark, role="active"), only=["standby-lock-stale-checkpoint"])
+    found = run_detectors(standby_timeline(spark, role="active"), only=["standby-lock-stale-checkpoint"])
     assert raised(found, "standby-lock-stale-checkpoint") == [], [f.title for f in found]
 
 
 def test_standby_lock_not_confirmed_by_a_later_checkpoint_alone(spark):
     """Without the offset known before the lock failure, a later checkpoint with that offset proves nothing."""
-    (finding,) = raised(run_detectors(_standby(spark, prior=False), only=["standby-lock-stale-checkpoint"]),
+    (finding,) = raised(run_detectors(standby_timeline(spark, prior=False), only=["standby-lock-stale-checkpoint"]),
                         "standby-lock-stale-checkpoint")
     assert finding.confidence == "likely" and finding.missing_evidence
 
 
 @pytest.mark.parametrize("version", ["2.2.2", "2.3.0", "3.6.1"])
 def test_standby_lock_quiet_on_versions_with_the_fix(spark, version):
-    found = run_detectors(_standby(spark, version=version), only=["standby-lock-stale-checkpoint"])
+    found = run_detectors(standby_timeline(spark, version=version), only=["standby-lock-stale-checkpoint"])
     assert raised(found, "standby-lock-stale-checkpoint") == [], [f.title for f in found]
 
 
 def test_standby_lock_info_only_leans_on_the_capture(spark):
-    (finding,) = run_detectors(_standby(spark, lock=False, capture=True), only=["standby-lock-stale-checkpoint"])
+    (finding,) = run_detectors(standby_timeline(spark, lock=False, capture=True), only=["standby-lock-stale-checkpoint"])
     assert (finding.severity, finding.confidence, finding.tasks) == ("critical", "likely", ["1_0"])
     assert any(e.kind == "state" for e in finding.evidence)
     assert any("TRACE" in m for m in finding.missing_evidence)
 
 
 def test_standby_lock_info_only_without_capture_says_what_is_missing(spark):
-    (finding,) = run_detectors(_standby(spark, lock=False), only=["standby-lock-stale-checkpoint"])
+    (finding,) = run_detectors(standby_timeline(spark, lock=False), only=["standby-lock-stale-checkpoint"])
     assert finding.severity == "info"
     text = " ".join(finding.missing_evidence)
     assert "TRACE" in text and "capture" in text
@@ -186,41 +89,10 @@ def test_standby_lock_info_only_without_capture_says_what_is_missing(spark):
 
 # --- restore-skipped-after-reassignment (KAFKA-7672) ----------------------------------------------
 
-AUDIT = "AuditTrailBatch-store1-changelog"
-A1, A2 = "AuditTrailBatch-StreamThread-1", "AuditTrailBatch-StreamThread-2"
-
-
-def _skipped(spark, *, version="2.1.1", kind="from-beginning", second_thread=A1):
-    common = {"run_id": "h0#1"}
-    events = [
-        ev(1, at(0), f"stream-thread [{A1}] Restoring partition {AUDIT}-1 from offset 0 to endOffset 734112",
-           "RESTORE_START", topic=AUDIT, partition=1, offset=0, end_offset=734112, stream_thread=A1, **common),
-        ev(2, at(40), f"stream-thread [{A1}] State transition from PARTITIONS_ASSIGNED to RUNNING", "THREAD_STATE",
-           to_state="RUNNING", stream_thread=A1, **common),
-        ev(5, at(4001), f"stream-thread [{second_thread}] State transition from PARTITIONS_ASSIGNED to RUNNING",
-           "THREAD_STATE", to_state="RUNNING", stream_thread=second_thread, **common),
-    ]
-    if kind == "from-beginning":  # at-least-once: the INFO line is printed although nothing is restored
-        events.append(ev(3, at(4000), f"stream-thread [{second_thread}] Restoring task 1_1's state store store1 from "
-                                      f"beginning of the changelog {AUDIT}-1 ", "RESTORE_START", task_id="1_1",
-                         store="store1", topic=AUDIT, partition=1, stream_thread=second_thread, **common))
-    elif kind == "tail":  # a checkpoint exists: only the tail is skipped (DEBUG)
-        events.append(ev(3, at(4000), f"stream-thread [{second_thread}] Restoring partition {AUDIT}-1 from offset "
-                                      "790001 to endOffset 802377", "RESTORE_START", topic=AUDIT, partition=1,
-                         offset=790001, end_offset=802377, stream_thread=second_thread, **common))
-    else:  # exactly-once, as in the ticket's log
-        events.append(ev(3, at(4000), f"stream-thread [{second_thread}]No checkpoint found for task 1_1 state store "
-                                      f"store1 changelog {AUDIT}-1 with EOS turned on. Reinitializing the task and "
-                                      "restore its state from the beginning.", "CHECKPOINT_MISSING", task_id="1_1",
-                         store="store1", topic=AUDIT, partition=1, stream_thread=second_thread, **common))
-    return make_timeline(spark, events=events,
-                         process_runs=[{"host": "h0", "run_id": "h0#1", "run_no": 1, "version": version}])
-
-
 @pytest.mark.parametrize("version,kind", [("2.1.1", "from-beginning"), ("2.0.1", "tail"), ("2.1.0", "tail"),
                                           ("2.0.1", "no-checkpoint")])
 def test_restore_skipped_fires_under_both_guarantees_and_for_the_tail(spark, version, kind):
-    (finding,) = raised(run_detectors(_skipped(spark, version=version, kind=kind),
+    (finding,) = raised(run_detectors(skipped_restore_timeline(spark, version=version, kind=kind),
                                       only=["restore-skipped-after-reassignment"]), "restore-skipped-after-reassignment")
     assert finding.confidence == "confirmed" and finding.hosts == ["h0"]
     if kind == "tail":
@@ -231,13 +103,13 @@ def test_restore_skipped_fires_under_both_guarantees_and_for_the_tail(spark, ver
 
 @pytest.mark.parametrize("version", ["2.2.0", "2.3.1", "1.1.1"])
 def test_restore_skipped_gated_to_2_0_1_through_2_1(spark, version):
-    found = run_detectors(_skipped(spark, version=version, kind="no-checkpoint"),
+    found = run_detectors(skipped_restore_timeline(spark, version=version, kind="no-checkpoint"),
                           only=["restore-skipped-after-reassignment"])
     assert raised(found, "restore-skipped-after-reassignment") == [], [f.title for f in found]
 
 
 def test_restore_skipped_quiet_when_another_thread_restores_the_partition(spark):
-    found = run_detectors(_skipped(spark, second_thread=A2), only=["restore-skipped-after-reassignment"])
+    found = run_detectors(skipped_restore_timeline(spark, second_thread=A2), only=["restore-skipped-after-reassignment"])
     assert raised(found, "restore-skipped-after-reassignment") == []
 
 
@@ -403,11 +275,9 @@ def test_kinesis_copy_failure_with_another_error_text_is_caught(spark):
 
 
 def test_kinesis_failed_put_item_of_any_error_code_is_a_copy_failure(spark):
-    from test_detectors import _step
-
-    steps = [_step("orders", at(0), "CHECKPOINT_TABLE_DELETED", 10), _step("orders", at(6), "CHECKPOINT_TABLE_CREATED", 20),
-             _step("orders", at(6.02), "CLOUDTRAIL_PUT_ITEM", 30, "ResourceNotFoundException"),
-             _step("orders_migration", at(36), "MIGRATION_TABLE_DELETED", 40)]
+    steps = [migration_step("orders", at(0), "CHECKPOINT_TABLE_DELETED", 10), migration_step("orders", at(6), "CHECKPOINT_TABLE_CREATED", 20),
+             migration_step("orders", at(6.02), "CLOUDTRAIL_PUT_ITEM", 30, "ResourceNotFoundException"),
+             migration_step("orders_migration", at(36), "MIGRATION_TABLE_DELETED", 40)]
     tl = make_timeline(spark, migration_steps=steps)
     (finding,) = raised(run_detectors(tl, only=["kinesis-checkpoint-migration-loss"]), "kinesis-checkpoint-migration-loss")
     assert (finding.confidence, finding.tasks) == ("confirmed", ["orders"])
@@ -450,11 +320,17 @@ def test_a_detector_sees_only_the_tables_it_declares(spark):
 
 
 def test_every_detector_runs_on_an_empty_timeline_within_its_needs(spark):
+    """Without the gate (which skips every detector on an empty timeline), each detector runs on a view of
+    only the tables it declares and finds nothing: no error finding, no finding at all."""
     from toolkit.detectors import registered_detectors
 
-    found = run_detectors(make_timeline(spark))
-    assert [f.title for f in found if f.severity == "error"] == []
-    assert len(registered_detectors()) >= 12
+    every = sorted(registered_detectors())
+    result = run_detectors(make_timeline(spark), gate=False)
+    assert sorted(result.ran) == every and result.skipped == {}
+    assert [(f.detector, f.severity, f.title) for f in result] == []
+    # the gate alone would have skipped them all: this test is the only run they get on nothing
+    gated = run_detectors(make_timeline(spark))
+    assert gated.ran == () and sorted(gated.skipped) == every
 
 
 def test_fail_on_critical_exits_non_zero_when_a_detector_errors(monkeypatch, tmp_path):
@@ -526,16 +402,11 @@ def test_a_root_cause_ranks_above_its_trigger_and_consequences():
 
 # --- general detectors: one case that fires, one that stays quiet ---------------------------------
 
-def _lock(task, seconds, line_no, thread="app-StreamThread-2", holder="app-StreamThread-1"):
-    return {"host": "h0", "run_id": "h0#1", "task_id": task, "kind": "failed", "ts": at(seconds), "thread": thread,
-            "role": "active", "holder_thread": holder, "source": "h0/app.log", "line_no": line_no}
-
-
 def test_lock_contention_is_one_finding_per_host_listing_its_tasks(spark):
-    locks = [_lock(t, s, n) for t, s, n in (("0_1", 0, 1), ("0_1", 90, 2), ("0_2", 0, 3), ("0_2", 95, 4),
+    locks = [failed_lock(t, s, n) for t, s, n in (("0_1", 0, 1), ("0_1", 90, 2), ("0_2", 0, 3), ("0_2", 95, 4),
                                             ("0_3", 1, 5), ("0_3", 100, 6))]
     # A failure whose record has no readable time joins no episode and breaks none.
-    locks.append(dict(_lock("0_1", 0, 7), ts=None))
+    locks.append(dict(failed_lock("0_1", 0, 7), ts=None))
     found = run_detectors(make_timeline(spark, locks=locks), only=["lock-contention"])
     (finding,) = raised(found, "lock-contention")
     assert finding.tasks == ["0_1", "0_2", "0_3"] and finding.hosts == ["h0"]
@@ -543,7 +414,7 @@ def test_lock_contention_is_one_finding_per_host_listing_its_tasks(spark):
 
 
 def test_lock_contention_short_waits_are_routine(spark):
-    found = run_detectors(make_timeline(spark, locks=[_lock("0_1", 0, 1), _lock("0_1", 2, 2)]),
+    found = run_detectors(make_timeline(spark, locks=[failed_lock("0_1", 0, 1), failed_lock("0_1", 2, 2)]),
                           only=["lock-contention"])
     assert raised(found, "lock-contention") == [] and [f.severity for f in found] == ["info"]
 
@@ -725,11 +596,11 @@ def test_a_suspend_checkpoint_is_frozen_only_if_the_task_resumes_with_it(spark, 
              "guarantee": "exactly_once", "version": "2.6.0"}]
     write = {"host": "h0", "task_id": "0_0", "ts": at(1000), "kind": "written", "origin": "log", "run_id": "h0#1",
              "source": "h0/app.log", "line_no": 40}
-    phases = [_phase("closed-clean", -100, run_id="h0#0", event="TASK_CLOSED_CLEAN")]
+    phases = [task_phase("closed-clean", -100, run_id="h0#0", event="TASK_CLOSED_CLEAN")]
     if after_suspend != "no phase in this run":
-        phases += [*RUNNING_ACTIVE, _phase("suspended", 1000, event="TASK_SUSPENDED")]
+        phases += [*RUNNING_ACTIVE, task_phase("suspended", 1000, event="TASK_SUSPENDED")]
     if after_suspend in ("restoring", "closed-clean"):
-        phases.append(_phase(after_suspend, 1001, event="TASK_RESUMED" if after_suspend == "restoring"
+        phases.append(task_phase(after_suspend, 1001, event="TASK_RESUMED" if after_suspend == "restoring"
                              else "TASK_CLOSED_CLEAN"))
     found = raised(run_detectors(make_timeline(spark, process_runs=runs, checkpoints=[write], task_lifecycles=phases),
                                  only=["eos-checkpoint-stale-during-running"]), "eos-checkpoint-stale-during-running")
@@ -739,8 +610,6 @@ def test_a_suspend_checkpoint_is_frozen_only_if_the_task_resumes_with_it(spark, 
 def test_kinesis_management_trail_and_default_logging_one_finding_per_node(spark):
     """Only DeleteTable/CreateTable in CloudTrail and the ERROR lines: the retry's deletion one administrative
     yield after each start failure ties the failure to its table; a table dropped right after its copy migrated."""
-    from test_detectors import _step
-
     def error(line_no, seconds, component):
         message = NOT_FOUND.replace(KINESIS_ID, component).replace(
             "ResourceNotFoundException: Requested resource not found",
@@ -751,9 +620,9 @@ def test_kinesis_management_trail_and_default_logging_one_finding_per_node(spark
     steps, events = [], []
     for n, (table, created, failed_at) in enumerate((("orders", 10.0, 16.1), ("payments", 11.0, 17.3),
                                                      ("clicks", 12.0, None))):
-        steps += [_step(table, at(created - 5), "CHECKPOINT_TABLE_DELETED", 100 + n),
-                  _step(table, at(created), "CHECKPOINT_TABLE_CREATED", 200 + n),
-                  _step(f"{table}_migration", at(failed_at + 30.1 if failed_at else created + 5.2),
+        steps += [migration_step(table, at(created - 5), "CHECKPOINT_TABLE_DELETED", 100 + n),
+                  migration_step(table, at(created), "CHECKPOINT_TABLE_CREATED", 200 + n),
+                  migration_step(f"{table}_migration", at(failed_at + 30.1 if failed_at else created + 5.2),
                         "MIGRATION_TABLE_DELETED", 300 + n)]
         if failed_at:
             events.append(error(10 + n, failed_at, f"5f0c2a1e-0197-1000-9d3e-3b8c5e2f4a1{n}"))

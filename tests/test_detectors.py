@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 
+from support import REPO
+from support.timelines import at, eos_timeline, ev, make_timeline, migration_step
 from toolkit.detectors import (
     Evidence,
     Finding,
@@ -20,113 +20,13 @@ from toolkit.detectors import (
 )
 from toolkit.detectors.base import REGISTRY, DetectorSpec
 
-REPO = Path(__file__).resolve().parent.parent
-T0 = datetime(2026, 3, 7, 9, 0, 0)
-
-
-def at(seconds: float) -> datetime:
-    return T0 + timedelta(seconds=seconds)
-
-
-# --- a tiny timeline builder ----------------------------------------------------------------------
-
-PARTITION_ITEM = "struct<topic:string,partition:int,offset:bigint,end_offset:bigint,records:bigint>"
-
-
-def _event_schema():
-    from pyspark.sql.types import StructType
-
-    from toolkit.catalogue import FIELD_TYPES
-
-    cols = ["source string", "line_no bigint", "host string", "ts timestamp", "level string", "thread string",
-            "logger string", "message string", "stack string", "product string", "template_id string",
-            "event string", "also_events array<string>", "prefix_kind string"]
-    cols += [f"`{name}` {kind}" for name, kind in FIELD_TYPES.items()]
-    cols += [f"partitions array<{PARTITION_ITEM}>", "task_ids array<string>", "run_no int", "run_id string"]
-    return StructType.fromDDL(", ".join(cols))
-
-
-def _frame(spark, schema, rows_):
-    names = [f.name for f in schema.fields]
-    unknown = {k for r in rows_ for k in r} - set(names)
-    assert not unknown, f"columns not in the schema: {unknown}"
-    return spark.createDataFrame([tuple(r.get(n) for n in names) for r in rows_], schema)
-
-
-def make_timeline(spark, *, events=(), state=None, **tables):
-    """A Timeline whose tables hold the given rows (dicts; missing columns are null)."""
-    from toolkit.state.schemas import STATE_SCHEMAS
-    from toolkit.timeline import StateFacts, Timeline
-    from toolkit.timeline.schemas import TABLES
-
-    state = state or {}
-    facts = StateFacts(**{name: _frame(spark, schema, state.get(name, [])) for name, schema in STATE_SCHEMAS.items()})
-    derived = {name: _frame(spark, schema, tables.get(name, [])) for name, schema in TABLES.items()}
-    config = spark.createDataFrame([], "run_id string, key string, value string")
-    return Timeline(events=_frame(spark, _event_schema(), list(events)), config=config, state=facts, **derived)
-
-
-def ev(line_no, ts, message, event, host="h0", source=None, **fields):
-    return {"source": source or f"{host}/app.log", "line_no": line_no, "host": host, "ts": ts, "message": message,
-            "event": event, "product": fields.pop("product", "kafka-streams"), **fields}
-
-
-# --- eos-stale-restore-checkpoint ------------------------------------------------------------------
-
-CRASHED_EOS = [
-    {"host": "h0", "run_id": "h0#1", "run_no": 1, "product": "kafka-streams", "version": "4.1.2", "start": at(0),
-     "end": at(3600), "end_kind": "crash", "guarantee": "exactly_once_v2", "commit_interval_ms": 100,
-     "end_source": "h0/app.log", "end_line_no": 30},
-    {"host": "h0", "run_id": "h0#2", "run_no": 2, "product": "kafka-streams", "version": "4.1.2", "start": at(3700),
-     "end": at(3800), "end_kind": "unknown", "guarantee": "exactly_once_v2"},
-]
-CHANGELOG = "app-store-changelog"
-
-
-def _eos_timeline(spark, *, end_kind="crash", with_write=True, wiped=False, capture=False):
-    runs = [dict(r) for r in CRASHED_EOS]
-    runs[0]["end_kind"] = end_kind
-    events = [
-        ev(10, at(6), f"Finished restoring changelog {CHANGELOG}-0 to store store with a total number of 5 records",
-           "RESTORE_END", run_id="h0#1", topic=CHANGELOG, partition=0, records=5),
-        ev(11, at(6), f"Writing checkpoint: {{{CHANGELOG}-0=1000}} for task 0_0", "CHECKPOINT_WRITTEN",
-           run_id="h0#1", task_id="0_0", topic=CHANGELOG, partition=0, offset=1000),
-        ev(30, at(3600), "Processed 100 total records", "PROCESSING_SUMMARY", run_id="h0#1"),
-        ev(40, at(3705), f"State store store initialized from checkpoint with offset 1000 at changelog {CHANGELOG}-0",
-           "CHECKPOINT_READ", run_id="h0#2", task_id="0_0", topic=CHANGELOG, partition=0, offset=1000),
-        ev(41, at(3710), f"Finished restoring changelog {CHANGELOG}-0 to store store with a total number of 500 records",
-           "RESTORE_END", run_id="h0#2", topic=CHANGELOG, partition=0, records=500),
-    ]
-    checkpoints = [
-        {"host": "h0", "task_id": "0_0", "topic": CHANGELOG, "partition": 0, "ts": at(3705), "kind": "read",
-         "offset": 1000, "origin": "log", "run_id": "h0#2", "source": "h0/app.log", "line_no": 40},
-    ]
-    if with_write:
-        checkpoints.append({"host": "h0", "task_id": "0_0", "topic": CHANGELOG, "partition": 0, "ts": at(6),
-                            "kind": "written", "offset": 1000, "origin": "log", "run_id": "h0#1",
-                            "source": "h0/app.log", "line_no": 11})
-    restorations = [
-        {"host": "h0", "run_id": "h0#1", "task_id": "0_0", "topic": CHANGELOG, "partition": 0, "start": at(5),
-         "end": at(6), "end_offset": 1001, "records": 5, "completed": True, "source": "h0/app.log", "line_no": 10},
-        {"host": "h0", "run_id": "h0#2", "task_id": "0_0", "topic": CHANGELOG, "partition": 0, "start": at(3705),
-         "end": at(3710), "start_offset": 1001, "end_offset": 1501, "records": 500, "completed": True,
-         "source": "h0/app.log", "line_no": 41, "start_source": "h0/app.log", "start_line_no": 40},
-    ]
-    wipes = [{"host": "h0", "run_id": "h0#2", "task_id": "0_0", "ts": at(3705), "reason": "task-corrupted",
-              "source": "h0/app.log", "line_no": 40}] if wiped else []
-    state = {"checkpoints": [{"host": "h0", "source": "h0/state.tar.gz", "task_id": "0_0", "topic": CHANGELOG,
-                              "partition": 0, "offset": 1000, "file": "app/0_0/.checkpoint", "file_mtime": at(6),
-                              "capture_time": at(1800)}]} if capture else None
-    return make_timeline(spark, events=events, state=state, process_runs=runs, checkpoints=checkpoints,
-                         restorations=restorations, wipes=wipes)
-
 
 def _only(findings, detector_id, severities=("critical", "warning")):
     return [f for f in findings if f.detector == detector_id and f.severity in severities]
 
 
 def test_eos_stale_checkpoint_confirmed_by_a_write_at_restore_end(spark):
-    tl = _eos_timeline(spark)
+    tl = eos_timeline(spark)
     (finding,) = run_detectors(tl, only=["eos-stale-restore-checkpoint"])
     assert (finding.severity, finding.confidence) == ("critical", "confirmed")
     assert finding.tasks == ["0_0"] and finding.hosts == ["h0"]
@@ -139,14 +39,14 @@ def test_eos_stale_checkpoint_confirmed_by_a_write_at_restore_end(spark):
 
 
 def test_eos_stale_checkpoint_info_only_is_likely_with_missing_evidence(spark):
-    (finding,) = run_detectors(_eos_timeline(spark, with_write=False), only=["eos-stale-restore-checkpoint"])
+    (finding,) = run_detectors(eos_timeline(spark, with_write=False), only=["eos-stale-restore-checkpoint"])
     assert finding.confidence == "likely"
     text = " ".join(finding.missing_evidence)
     assert ".checkpoint" in text and "capture" in text and "ProcessorStateManager" in text and "DEBUG" in text
 
 
 def test_eos_stale_checkpoint_confirmed_by_a_capture(spark):
-    (finding,) = run_detectors(_eos_timeline(spark, with_write=False, capture=True),
+    (finding,) = run_detectors(eos_timeline(spark, with_write=False, capture=True),
                                only=["eos-stale-restore-checkpoint"])
     assert finding.confidence == "confirmed"
     assert any(e.kind == "state" and e.source == "h0/state.tar.gz" for e in finding.evidence)
@@ -175,7 +75,7 @@ def test_missing_evidence_leaves_out_the_logging_a_host_already_has(spark):
 
 @pytest.mark.parametrize("change", [{"end_kind": "clean"}, {"wiped": True}])
 def test_eos_stale_checkpoint_quiet_after_clean_close_or_wipe(spark, change):
-    assert run_detectors(_eos_timeline(spark, **change), only=["eos-stale-restore-checkpoint"]) == []
+    assert run_detectors(eos_timeline(spark, **change), only=["eos-stale-restore-checkpoint"]) == []
 
 
 # --- standby-lock-stale-checkpoint ---------------------------------------------------------------
@@ -292,20 +192,14 @@ def test_alos_quiet_under_eos(spark):
 
 # --- kinesis-checkpoint-migration-loss -----------------------------------------------------------
 
-def _step(table, ts, step, line_no, error_code=None, origin="cloudtrail"):
-    return {"table": table, "base_table": table.removesuffix("_migration"), "ts": ts, "step": step, "origin": origin,
-            "host": None, "error_code": error_code, "detail": f"{step} {error_code or ''}",
-            "source": "cloudtrail.json", "line_no": line_no}
-
-
 def _nifi_timeline(spark, copy_ok=False, cloudtrail=True):
-    steps = [_step("orders", at(0), "CHECKPOINT_TABLE_DELETED", 10), _step("orders", at(6), "CHECKPOINT_TABLE_CREATED", 20)]
+    steps = [migration_step("orders", at(0), "CHECKPOINT_TABLE_DELETED", 10), migration_step("orders", at(6), "CHECKPOINT_TABLE_CREATED", 20)]
     if copy_ok:
-        steps += [_step("orders", at(6.1), "CLOUDTRAIL_PUT_ITEM", 30), _step("orders_migration", at(6.2),
+        steps += [migration_step("orders", at(6.1), "CLOUDTRAIL_PUT_ITEM", 30), migration_step("orders_migration", at(6.2),
                                                                               "MIGRATION_TABLE_DELETED", 40)]
     else:
-        steps += [_step("orders", at(6.02), "MIGRATION_COPY_FAILED", 30, "ValidationException"),
-                  _step("orders_migration", at(36), "MIGRATION_TABLE_DELETED", 40)]
+        steps += [migration_step("orders", at(6.02), "MIGRATION_COPY_FAILED", 30, "ValidationException"),
+                  migration_step("orders_migration", at(36), "MIGRATION_TABLE_DELETED", 40)]
     error = ev(21, at(6.05), "ConsumeKinesis[id=5f0c2a1e-0197-1000-9d3e-3b8c5e2f4a11] Failed to properly initialize "
                              "Processor. Failure is due to DynamoDbException: One or more parameter values were "
                              "invalid: Missing the key leaseKey in the item (Service: DynamoDb, Status Code: 400)",
@@ -338,9 +232,21 @@ def test_kinesis_log_only_is_possible_with_missing_evidence(spark):
 
 # --- framework -------------------------------------------------------------------------------------
 
+def test_every_detector_module_registers_one_detector_and_every_detector_has_a_playbook():
+    """The registry holds exactly one detector per module of toolkit/detectors, under the module's name, and
+    the playbooks with a detector's front matter are exactly those of the registry."""
+    support_modules = {"__init__", "base", "common", "preconditions"}
+    modules = {p.stem for p in (REPO / "toolkit" / "detectors").glob("*.py")} - support_modules
+    specs = registered_detectors()
+    assert sorted(spec.fn.__module__.rsplit(".", 1)[1] for spec in specs.values()) == sorted(modules)
+    assert sorted(specs) == sorted(module.replace("_", "-") for module in modules)
+    with_front_matter = {p.stem for p in (REPO / "playbooks").glob("*.md")
+                         if p.read_text(encoding="utf-8").startswith("---\nid: ")}
+    assert with_front_matter == set(specs)
+
+
 def test_every_registered_detector_has_a_playbook_with_front_matter():
     specs = registered_detectors()
-    assert len(specs) >= 12
     index = (REPO / "playbooks" / "README.md").read_text(encoding="utf-8")
     for detector_id, spec in specs.items():
         path = REPO / spec.playbook

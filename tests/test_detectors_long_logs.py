@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from pyspark.sql import functions as F
 
-from test_detector_mechanics import AUDIT, A1, A2, LEDGER, RUNNING_ACTIVE, _eos, _skipped, _standby
-from test_detectors import CHANGELOG, at, ev, make_timeline
+from support.timelines import (A1, A2, AUDIT, CHANGELOG, LEDGER, RUNNING_ACTIVE, at, eos_versioned_timeline, ev,
+                                make_timeline, skipped_restore_timeline, standby_timeline)
 from toolkit.detectors import run_detectors
 from toolkit.detectors.common import MAX_FACT_ROWS
 from toolkit.detectors.preconditions import sql_timestamp
@@ -70,7 +70,7 @@ def _routine_eos(tl):
 
 
 def test_eos_stale_checkpoint_found_among_routine_checkpoint_writes(spark):
-    incident = _eos(spark, lifecycle=RUNNING_ACTIVE)
+    incident = eos_versioned_timeline(spark, lifecycle=RUNNING_ACTIVE)
     (plain,) = _run(incident, "eos-stale-restore-checkpoint")
     (finding,) = _run(_routine_eos(incident), "eos-stale-restore-checkpoint")
     assert finding.confidence == "confirmed" and finding.tasks == ["0_0"]
@@ -78,7 +78,7 @@ def test_eos_stale_checkpoint_found_among_routine_checkpoint_writes(spark):
 
 
 def test_eos_clean_stop_with_routine_checkpoint_writes_is_quiet(spark):
-    healthy = _routine_eos(_eos(spark, lifecycle=RUNNING_ACTIVE, end_kind="clean"))
+    healthy = _routine_eos(eos_versioned_timeline(spark, lifecycle=RUNNING_ACTIVE, end_kind="clean"))
     assert _run(healthy, "eos-stale-restore-checkpoint", gate=False) == []
 
 
@@ -96,14 +96,14 @@ def _routine_standby(tl):
 
 
 def test_standby_lock_chain_found_among_routine_checkpoint_and_restore_lines(spark):
-    (plain,) = _run(_standby(spark), "standby-lock-stale-checkpoint")
-    (finding,) = _run(_routine_standby(_standby(spark)), "standby-lock-stale-checkpoint")
+    (plain,) = _run(standby_timeline(spark), "standby-lock-stale-checkpoint")
+    (finding,) = _run(_routine_standby(standby_timeline(spark)), "standby-lock-stale-checkpoint")
     assert finding.confidence == "confirmed" and finding.impact.figures["stale_offset"] == 48211
     _same(finding, plain)
 
 
 def test_active_task_with_routine_checkpoint_and_restore_lines_is_quiet(spark):
-    healthy = _routine_standby(_standby(spark, role="active"))
+    healthy = _routine_standby(standby_timeline(spark, role="active"))
     found = _run(healthy, "standby-lock-stale-checkpoint", gate=False)
     assert [f for f in found if f.severity in ("critical", "warning")] == []
 
@@ -120,14 +120,14 @@ def _routine_restores(tl):
 
 
 def test_restore_skipped_found_among_routine_restore_starts(spark):
-    (plain,) = _run(_skipped(spark), "restore-skipped-after-reassignment")
-    (finding,) = _run(_routine_restores(_skipped(spark)), "restore-skipped-after-reassignment")
+    (plain,) = _run(skipped_restore_timeline(spark), "restore-skipped-after-reassignment")
+    (finding,) = _run(_routine_restores(skipped_restore_timeline(spark)), "restore-skipped-after-reassignment")
     assert finding.confidence == "confirmed" and finding.tasks == ["1_1"]
     _same(finding, plain)
 
 
 def test_restore_by_another_thread_with_routine_restore_starts_is_quiet(spark):
-    healthy = _routine_restores(_skipped(spark, second_thread=A2))
+    healthy = _routine_restores(skipped_restore_timeline(spark, second_thread=A2))
     assert _run(healthy, "restore-skipped-after-reassignment", gate=False) == []
 
 

@@ -1,6 +1,6 @@
 """Detectors on the shipped sample bundles: each fires exactly as its EXPECTED.json says.
 
-Every bundle is parsed once per test session (``analysed`` caches ``toolkit.pipeline.analyse``
+Every bundle is parsed once per test session (``detected`` caches ``toolkit.pipeline.analyse``
 and the detectors' findings): Spark is slow on small shared machines.
 """
 
@@ -12,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("toolkit.pipeline")
-
+from support import SAMPLES
 from toolkit.detectors import findings_to_json, registered_detectors, run_detectors  # noqa: E402
 from toolkit.detectors.preconditions import atoms, evaluate  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "sample_logs"
 BUNDLES = sorted(p.name for p in SAMPLES.iterdir() if (p / "EXPECTED.json").is_file())
 SEED_DETECTORS = {"eos-stale-restore-checkpoint", "standby-lock-stale-checkpoint", "restore-skipped-after-reassignment",
                   "alos-crash-reprocessing", "kinesis-checkpoint-migration-loss"}
@@ -30,27 +27,13 @@ def expected_of(name: str) -> dict:
     return json.loads((SAMPLES / name / "EXPECTED.json").read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="session")
-def analysed(analysis_of):
-    """``analysed(name) -> (analysis, findings)``: one analysis per bundle and session (shared)."""
-    found: dict[str, list] = {}
-
-    def get(name: str):
-        analysis = analysis_of(name)
-        if name not in found:
-            found[name] = run_detectors(analysis.timeline)
-        return analysis, found[name]
-
-    return get
-
-
 def _raised(findings, detector_id=None):
     return [f for f in findings if f.severity in RAISED and (detector_id is None or f.detector == detector_id)]
 
 
 @pytest.mark.parametrize("name", BUNDLES)
-def test_seed_detectors_fire_exactly_as_expected(analysed, name):
-    _, findings = analysed(name)
+def test_seed_detectors_fire_exactly_as_expected(detected, name):
+    _, findings = detected(name)
     assert not [f for f in findings if "failed:" in f.title], [f.title for f in findings]
     fired = sorted({f.detector for f in _raised(findings) if f.detector in SEED_DETECTORS})
     assert fired == sorted(expected_of(name)["detectors"]), [(f.detector, f.severity, f.title) for f in findings]
@@ -69,10 +52,10 @@ def _false_preconditions(timeline, specs) -> set[str]:
 
 
 @pytest.mark.parametrize("name", BUNDLES)
-def test_gated_detectors_would_have_found_nothing(analysed, name):
+def test_gated_detectors_would_have_found_nothing(detected, name):
     """The gate skips exactly the detectors whose precondition is false (checked here one row check at a time,
     not in the gate's single query), and each of them, run without the gate, finds nothing."""
-    analysis, findings = analysed(name)
+    analysis, findings = detected(name)
     specs = registered_detectors()
     assert set(findings.skipped) == _false_preconditions(analysis.timeline, specs)
     assert run_detectors(analysis.timeline, only=sorted(findings.skipped), gate=False) == []
@@ -80,15 +63,15 @@ def test_gated_detectors_would_have_found_nothing(analysed, name):
 
 
 @pytest.mark.parametrize("name", sorted(HEALTHY))
-def test_healthy_bundles_raise_nothing(analysed, name):
-    _, findings = analysed(name)
+def test_healthy_bundles_raise_nothing(detected, name):
+    _, findings = detected(name)
     assert _raised(findings) == [], [(f.detector, f.severity, f.title) for f in _raised(findings)]
 
 
 @pytest.mark.parametrize("name", ["kafka-eos-stale-checkpoint", "kafka-eos-stale-checkpoint-info-only"])
-def test_eos_stale_checkpoint_tasks_offsets_and_confidence(analysed, name):
+def test_eos_stale_checkpoint_tasks_offsets_and_confidence(detected, name):
     expected = expected_of(name)
-    _, findings = analysed(name)
+    _, findings = detected(name)
     (finding,) = _raised(findings, "eos-stale-restore-checkpoint")
     assert finding.hosts == [expected["crashed_host"]]
     assert finding.tasks == expected["tasks"]
@@ -105,8 +88,8 @@ def test_eos_stale_checkpoint_tasks_offsets_and_confidence(analysed, name):
         assert finding.confidence == "confirmed" and finding.missing_evidence == []
 
 
-def test_frozen_eos_checkpoint_is_confirmed_by_the_capture_and_likely_from_logs_elsewhere(analysed):
-    _, findings = analysed("kafka-eos-stale-checkpoint")
+def test_frozen_eos_checkpoint_is_confirmed_by_the_capture_and_likely_from_logs_elsewhere(detected):
+    _, findings = detected("kafka-eos-stale-checkpoint")
     frozen = {f.hosts[0]: f for f in findings if f.detector == "eos-checkpoint-stale-during-running"}
     assert sorted(frozen) == ["orders-agg-0", "orders-agg-1"], [f.title for f in findings]
     captured, logged = frozen["orders-agg-0"], frozen["orders-agg-1"]
@@ -118,9 +101,9 @@ def test_frozen_eos_checkpoint_is_confirmed_by_the_capture_and_likely_from_logs_
     assert any(e.kind == "log" and "Writing checkpoint" in e.text for e in logged.evidence)
 
 
-def test_standby_lock_stale_checkpoint_facts(analysed):
+def test_standby_lock_stale_checkpoint_facts(detected):
     expected = expected_of("kafka-standby-lock-cleaner")
-    _, findings = analysed("kafka-standby-lock-cleaner")
+    _, findings = detected("kafka-standby-lock-cleaner")
     (finding,) = _raised(findings, "standby-lock-stale-checkpoint")
     assert (finding.hosts, finding.tasks, finding.confidence) == ([expected["host"]], expected["tasks"], "confirmed")
     stale = expected["stale_checkpoint"]
@@ -128,17 +111,17 @@ def test_standby_lock_stale_checkpoint_facts(analysed):
     assert finding.impact.figures["restore_end_offset"] == stale["end_offset_at_restore"]
 
 
-def test_restore_skipped_facts(analysed):
+def test_restore_skipped_facts(detected):
     expected = expected_of("kafka-restore-skipped")
-    _, findings = analysed("kafka-restore-skipped")
+    _, findings = detected("kafka-restore-skipped")
     (finding,) = _raised(findings, "restore-skipped-after-reassignment")
     assert (finding.hosts, finding.tasks) == ([expected["host"]], expected["tasks"])
     assert finding.impact.figures["changelog"] == f"{expected['changelog']}-{expected['partition']}"
 
 
-def test_alos_crash_reprocessing_facts(analysed):
+def test_alos_crash_reprocessing_facts(detected):
     expected = expected_of("kafka-alos-crash-reprocessing")
-    _, findings = analysed("kafka-alos-crash-reprocessing")
+    _, findings = detected("kafka-alos-crash-reprocessing")
     (finding,) = _raised(findings, "alos-crash-reprocessing")
     assert finding.severity == "warning" and finding.hosts == [expected["crashed_host"]]
     assert finding.impact.figures["reprocessing_window_ms_max"] == expected["reprocessing_window_ms_max"]
@@ -148,9 +131,9 @@ def test_alos_crash_reprocessing_facts(analysed):
     assert restored == {r["task"]: r["restored_records"] for r in expected["restored_from_checkpoint"]}
 
 
-def test_kinesis_migration_loss_per_table(analysed):
+def test_kinesis_migration_loss_per_table(detected):
     expected = expected_of("nifi-kinesis-migration-loss")
-    _, findings = analysed("nifi-kinesis-migration-loss")
+    _, findings = detected("nifi-kinesis-migration-loss")
     raised = _raised(findings, "kinesis-checkpoint-migration-loss")
     assert sorted(t for f in raised for t in f.tasks) == sorted(expected["failed_tables"])
     assert all(f.confidence == "confirmed" and f.impact.figures["shards"] for f in raised)
@@ -186,8 +169,8 @@ def _strings_of(raw: str) -> list[str]:
 
 
 @pytest.mark.parametrize("name", BUNDLES)
-def test_log_evidence_is_at_the_cited_file_and_line(analysed, name):
-    analysis, findings = analysed(name)
+def test_log_evidence_is_at_the_cited_file_and_line(detected, name):
+    analysis, findings = detected(name)
     bundle = SAMPLES / name
     checked = 0
     for finding in findings:
@@ -202,8 +185,8 @@ def test_log_evidence_is_at_the_cited_file_and_line(analysed, name):
 
 
 @pytest.mark.parametrize("name", BUNDLES)
-def test_findings_serialise(analysed, name):
-    _, findings = analysed(name)
+def test_findings_serialise(detected, name):
+    _, findings = detected(name)
     data = json.loads(json.dumps(findings_to_json(findings, bundle=name)))
     assert data["summary"]["findings"] == len(findings)
     assert all(f["playbook"] == f"playbooks/{f['detector']}.md" for f in data["findings"])
@@ -215,9 +198,9 @@ def test_findings_serialise(analysed, name):
     ("kafka-restore-skipped", "restore-skipped-after-reassignment", "KAFKA-7672"),
     ("nifi-kinesis-migration-loss", "kinesis-checkpoint-migration-loss", "NIFI-16003"),
 ])
-def test_seed_findings_name_the_upstream_bug_for_the_run_version(analysed, name, detector_id, bug):
+def test_seed_findings_name_the_upstream_bug_for_the_run_version(detected, name, detector_id, bug):
     version = expected_of(name)["version"]
-    _, findings = analysed(name)
+    _, findings = detected(name)
     raised = _raised(findings, detector_id)
     assert raised
     sentences = [s for f in raised for s in f.known_bugs if bug in s]

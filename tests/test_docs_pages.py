@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 
 DOCS = REPO / "docs"
 MKDOCS_YML = (REPO / "mkdocs.yml").read_text(encoding="utf-8")

@@ -15,9 +15,10 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+
 from pyspark.sql import functions as F
 
-from test_detectors import ev, make_timeline
+from support.timelines import ev, make_timeline
 from toolkit import utc
 from toolkit.detectors import run_detectors
 from toolkit.detectors.base import iso_utc

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import EOS_SAMPLE
+from support import EOS_SAMPLE
 
 from toolkit import cli, pipeline
 from toolkit.options import AnalysisOptions, options_from_args

@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from pyspark.sql import functions as F
 
-from fuzz import MUTATIONS, build_fuzz_bundle, matches, physical_lines
+from support.fuzz import MUTATIONS, build_fuzz_bundle, matches, physical_lines
 from toolkit.ingest import parse_bundle
 
 SEED = int(os.environ.get("FUZZ_SEED", "20261122"))
@@ -43,8 +43,9 @@ def _case_of(source: str) -> str:
 def test_cases_cover_every_mutation(fuzzed):
     cases = fuzzed[0]
     kinds = Counter(c.mutation for c in cases)
-    assert set(kinds) == set(MUTATIONS) | {"huge_line"}
-    assert len(cases) >= 300 and min(kinds[k] for k in MUTATIONS) >= 10
+    per_mutation, rest = divmod(N_CASES, len(MUTATIONS))
+    assert rest == 0, "N_CASES must use every mutation equally often"
+    assert kinds == {**{kind: per_mutation for kind in MUTATIONS}, "huge_line": 1}
 
 
 def test_every_case_is_seen(fuzzed):

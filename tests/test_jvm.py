@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from server_conf import ServerConf
+from support.server_conf import ServerConf
 
 from toolkit import jvm
 
@@ -33,8 +33,25 @@ def test_small_inputs_get_the_quick_jit_and_large_or_unknown_ones_do_not() -> No
     for size in (jvm.SMALL_INPUT_BYTES + 1, None):
         options = jvm.driver_java_options(size)
         assert "-XX:TieredStopAtLevel=1" not in options
-        # JVM warnings never go to stdout, where `detect --format json` prints its document
-        assert options[:2] == ["-Xlog:disable", "-Xlog:all=warning:stderr"]
+
+
+@pytest.mark.e2e
+def test_jvm_warnings_of_a_driver_go_to_stderr_never_to_stdout() -> None:
+    """``detect --format json`` prints its document on stdout: a JVM warning there would break it. Java prints
+    unified-logging warnings on stdout unless told otherwise; the driver's options send them to stderr."""
+    java = jvm._java_executable()
+    if java is None:
+        pytest.skip("no java on this machine")
+    # a warning of unified logging wherever no large pages are configured
+    trigger = "-XX:+UseLargePages"
+    bare = subprocess.run([str(java), trigger, "-version"], capture_output=True, text=True, timeout=120)
+    if "[warning]" not in bare.stdout:
+        pytest.skip("this JVM prints no unified-logging warning for -XX:+UseLargePages here")
+    for size in (1024, jvm.SMALL_INPUT_BYTES + 1, None):
+        run = subprocess.run([str(java), *jvm.driver_java_options(size, archive=False), trigger, "-version"],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout == "" and "UseLargePages" in run.stderr, (size, run.stdout)
 
 
 def test_only_a_large_inputs_driver_gets_the_throughput_collector_unless_its_user_chose_one(
@@ -327,6 +344,7 @@ print(spark.range(3).count())
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(1500)
 def test_the_warm_up_builds_an_archive_that_a_new_driver_jvm_maps(archive_cache: Path, tmp_path: Path) -> None:
     """A real warm-up (spark-submit, one sample), then a fresh driver JVM started with -Xshare:on that
@@ -376,6 +394,7 @@ print(system.getProperty("user.timezone"), system.getProperty("stream_incident.m
 """
 
 
+@pytest.mark.e2e
 def test_a_callers_own_driver_options_join_the_toolkits(tmp_path: Path) -> None:
     """Driver options given to ``get_spark`` come after the toolkit's: the driver keeps UTC and its log
     configuration, takes the caller's property, and runs the caller's collector instead of adding its own

@@ -13,15 +13,17 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from browser import network_is_off
+from support import REPO
+from support.browser import network_is_off
 from toolkit import report
 
-REPO = Path(__file__).resolve().parent.parent
+#: A JupyterLab server and a browser.
+pytestmark = pytest.mark.e2e
+
 BUNDLE = REPO / "sample_logs" / "kafka-standby-lock-cleaner"
 
 pytest.importorskip("jupyterlab")

@@ -13,11 +13,10 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
+from support import EOS_SAMPLE, REPO
 from toolkit.cache import ParseCache
 from toolkit.ingest import parse_bundle
 
-REPO = Path(__file__).resolve().parent.parent
-EOS_SAMPLE = REPO / "sample_logs" / "kafka-eos-stale-checkpoint"
 COMPOSE_BUNDLE = REPO / "tests" / "bundles" / "kafka7672-2.1.0-compose-quickstart-alos"
 #: docker compose's ``service  | `` in front of a line, as the compose wrapper strips it.
 COMPOSE_PREFIX = re.compile(r"^(\S+)\s+\| ?")

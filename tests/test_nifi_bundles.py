@@ -5,30 +5,14 @@ from __future__ import annotations
 
 import json
 from datetime import timezone
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
-from toolkit.detectors import run_detectors
+from support import BUNDLES
 
-BUNDLES = Path(__file__).parent / "bundles"
 NAMES = sorted(p.name for p in BUNDLES.glob("nifi-*") if (p / "EXPECTED.json").is_file())
 RAISED = ("critical", "warning")
-
-
-@pytest.fixture(scope="module")
-def analysed(analysis_of):
-    """``analysed(name) -> (analysis, findings)``: the session's analysis of the bundle, detected once here."""
-    done: dict[str, tuple] = {}
-
-    def get(name: str):
-        if name not in done:
-            analysis = analysis_of(f"bundles/{name}")
-            done[name] = (analysis, run_detectors(analysis.timeline))
-        return done[name]
-
-    return get
 
 
 def _expected(name: str) -> dict:
@@ -42,9 +26,9 @@ def test_there_is_an_incident_and_a_twin_per_detector():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_findings_match_expected(analysed, name):
+def test_findings_match_expected(detected, name):
     expected = _expected(name)
-    _analysis, findings = analysed(name)
+    _analysis, findings = detected(f"bundles/{name}")
     raised = [f for f in findings if f.severity in RAISED]
     if expected["kind"] == "healthy":
         assert raised == [], [(f.detector, f.title) for f in raised]
@@ -59,8 +43,8 @@ def test_findings_match_expected(analysed, name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_runs_match_expected(analysed, name):
-    analysis, _ = analysed(name)
+def test_runs_match_expected(detected, name):
+    analysis, _ = detected(f"bundles/{name}")
     runs = analysis.timeline.process_runs.orderBy("host", "run_no").collect()
     got = [(r.host, _iso(r.start), _iso(r.end), r.end_kind) for r in runs]
     want = [(r["host"], r["start"], r["end"], r["end_kind"]) for r in _expected(name)["runs"]]
@@ -78,8 +62,8 @@ def _iso(value) -> str | None:
     return value.isoformat(timespec="milliseconds") + "Z"
 
 
-def test_state_reset_names_the_window_and_the_relisting(analysed):
-    _analysis, findings = analysed("nifi-component-state-reset")
+def test_state_reset_names_the_window_and_the_relisting(detected):
+    _analysis, findings = detected("bundles/nifi-component-state-reset")
     (finding,) = [f for f in findings if f.detector == "nifi-component-state-reset"]
     assert finding.confidence == "confirmed" and "ListFile" in finding.title
     assert finding.impact.figures["reprocessing_window_end"].startswith("2026-04-08T08:03:40")
@@ -88,8 +72,8 @@ def test_state_reset_names_the_window_and_the_relisting(analysed):
     assert any(e.kind == "state" and e.text.startswith("cleared") for e in finding.evidence)
 
 
-def test_flowfile_restore_compares_with_the_last_checkpoint(analysed):
-    analysis, findings = analysed("nifi-flowfile-repo-not-restored")
+def test_flowfile_restore_compares_with_the_last_checkpoint(detected):
+    analysis, findings = detected("bundles/nifi-flowfile-repo-not-restored")
     (finding,) = [f for f in findings if f.detector == "nifi-flowfile-repo-not-restored" and f.severity == "critical"]
     assert finding.impact.figures["restored"] == 1204 and finding.impact.figures["last_checkpoint_records"] == 18412
     assert {"journal_truncated", "snapshot_empty"} <= set(finding.impact.figures["damage"])
@@ -98,8 +82,8 @@ def test_flowfile_restore_compares_with_the_last_checkpoint(analysed):
         ("checkpoint", True), ("journals/6613023.journal", True)}
 
 
-def test_checkpoints_stopped_measures_the_gap(analysed):
-    analysis, findings = analysed("nifi-checkpoints-stopped")
+def test_checkpoints_stopped_measures_the_gap(detected):
+    analysis, findings = detected("bundles/nifi-checkpoints-stopped")
     (finding,) = [f for f in findings if f.detector == "nifi-checkpoints-stopped"]
     # four "Unable to checkpoint FlowFile Repository" and one journal marked as poisoned
     assert finding.confidence == "confirmed" and finding.impact.figures["failures"] == 5
@@ -108,20 +92,20 @@ def test_checkpoints_stopped_measures_the_gap(analysed):
     assert {"checkpointed", "wal_checkpointed", "checkpoint_failed", "journal_poisoned", "restored"} <= kinds
 
 
-def test_the_upgrade_loss_names_the_live_processor_and_not_the_removed_ones(analysed):
-    _analysis, findings = analysed("nifi-upgrade-state-not-carried-over-1.28.1-2.9.0")
+def test_the_upgrade_loss_names_the_live_processor_and_not_the_removed_ones(detected):
+    _analysis, findings = detected("bundles/nifi-upgrade-state-not-carried-over-1.28.1-2.9.0")
     resets = [f for f in findings if f.detector == "nifi-component-state-reset" and f.severity in RAISED]
     assert len(resets) == 1 and "ListSFTP[id=018f3a1c-5b2e-1000-9a7d-2c4e6f8a0b13]" in resets[0].title
     assert resets[0].confidence == "confirmed" and "NIFI-14392" in resets[0].explanation
     assert resets[0].impact.figures["relisted_records"] == 21804 + 17
     # the twin's capture really holds the empty 1.x records of three removed processors (and the key store's)
-    analysis, _ = analysed("nifi-upgrade-removed-components-1.28.1-2.9.0-healthy")
+    analysis, _ = detected("bundles/nifi-upgrade-removed-components-1.28.1-2.9.0-healthy")
     v1 = analysis.timeline.nifi_state_changes.where("origin = 'capture' AND detail LIKE '% in snapshot%'")
     assert sorted(r.entries_after for r in v1.collect()) == [0, 0, 0, 1]
 
 
-def test_a_live_copy_holds_what_a_stopped_node_would_call_damage(analysed):
-    analysis, findings = analysed("nifi-flowfile-repo-live-capture-2.9.0-healthy")
+def test_a_live_copy_holds_what_a_stopped_node_would_call_damage(detected):
+    analysis, findings = detected("bundles/nifi-flowfile-repo-live-capture-2.9.0-healthy")
     capture = {r.path: r for r in analysis.timeline.nifi_checkpoints.where("origin = 'capture'").collect()}
     assert capture["journals/7731520.journal"].problem.startswith("truncated: transaction 7731525")
     assert capture["checkpoint.partial"].kind == "snapshot_partial"

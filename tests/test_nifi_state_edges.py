@@ -14,14 +14,13 @@ from collections import namedtuple
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import nifi_wal_writer as w
+from support import BUNDLES, nifi_wal_writer as w
 from toolkit.detectors import run_detectors
 from toolkit.detectors.nifi_flowfile_repo_not_restored import ID as FFR, _node_when_copied
 from toolkit.state import StateItem, collect_state_rows
 from toolkit.state.schemas import NIFI_LOCAL_STATE_SCHEMA
 from toolkit.timeline.nifi import state_rows_from_capture
 
-BUNDLES = Path(__file__).parent / "bundles"
 LIVE = BUNDLES / "nifi-flowfile-repo-live-capture-2.9.0-healthy"
 FFR_HEADER = b"\x00\x00\x00\x04" + b"\x00" * 12
 LIST_S3 = "0190c1d2-3e4f-1000-a5b6-c7d8e9f0a1b2"

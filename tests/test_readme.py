@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 import shutil
-from pathlib import Path
 
-from conftest import REPO
+from support import REPO
 
 #: The pages that state them: the template count, which commands take --verbose, what parse writes.
 TABLES_PAGE, COMMANDS_PAGE, OUTPUTS_PAGE = (REPO / "docs" / page for page in
@@ -52,3 +51,14 @@ def test_parse_writes_what_the_docs_list_and_state_tables_only_with_state_eviden
     assert written["with-state"] == listed_files | {"state"}
     assert {p.name for p in (tmp_path / "out-with-state" / "state").iterdir()} >= {"state_files.parquet",
                                                                                     "checkpoints.parquet"}
+
+
+def test_ci_runs_the_readmes_test_command_on_every_tier():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (command,) = re.findall(r"Run the tests:\n\n```bash\n(.+)\n```", readme)
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert command in ci
+    # CI selects no tier: every one runs; the quick loop the README names is the unit tier
+    assert not re.search(r"-m\s+['\"]?(not\b|unit|spark|e2e)", ci)
+    (quick,) = re.findall(r"`\.venv/bin/python -m pytest -m (\w+) -n 2`", readme)
+    assert quick == "unit"

@@ -7,6 +7,7 @@ import json
 import re
 import struct
 import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -17,11 +18,10 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from browser import CHROMIUM, OVERLAPPING_TEXT_JS, ensure_chromium, network_is_off
+from support import EOS_SAMPLE as EOS, REPO
+from support.browser import CHROMIUM, OVERLAPPING_TEXT_JS, ensure_chromium, network_is_off
 from toolkit import report, viz
 
-REPO = Path(__file__).resolve().parent.parent
-EOS = REPO / "sample_logs" / "kafka-eos-stale-checkpoint"
 
 # Any src=/href=/@import/url( that points at http(s) or a protocol-relative URL.
 NETWORK = re.compile(r"""(?:src\s*=|href\s*=|@import|url\()\s*["']?\s*(?:https?:)?//""", re.I)
@@ -99,6 +99,7 @@ def assert_offline(page: str) -> None:
 
 # ---- tests ---------------------------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_exported_html_is_offline_and_its_chart_renders(tmp_path):
     """The export step alone, on a notebook holding one chart and one table (no Spark needed)."""
     frame = pd.DataFrame({"lane": ["0_0 @ h", "0_0 @ h"], "category": ["checkpoint", "crash"],
@@ -434,28 +435,31 @@ def test_report_command_says_one_sentence_for_a_missing_bundle(tmp_path, capsys)
     assert err.startswith("stream-incident: bundle ") and "does not exist" in err and err.count("\n") == 1
 
 
-def test_the_report_loads_papermill_before_its_export_thread_imports_nbconvert(tmp_path):
+def test_the_report_loads_papermill_before_its_export_thread_imports_nbconvert(tmp_path, monkeypatch):
     """Both import the Jupyter client: imported by two threads at once, its modules can be met half-initialised
-    (an ImportError that ended ``stream-incident report``). In a fresh interpreter, papermill and the client must
-    be loaded before the export thread starts."""
-    import sys
+    (an ImportError that ended ``stream-incident report``). Papermill and the client are loaded on the calling
+    thread before the export thread starts, and the loader imports both."""
+    import threading
 
-    script = (
-        "import sys\n"
-        "from toolkit.report import command\n"
-        "seen = []\n"
-        "command.prepare_export = lambda: seen.append(all(m in sys.modules for m in ('papermill', 'jupyter_client')))\n"
-        "def stop(*a, **k):\n"
-        "    raise RuntimeError('stop here')\n"
-        "command.execute_notebook = stop\n"
-        "try:\n"
-        f"    command.make_report({str(REPO / 'sample_logs' / 'kafka-eos-stale-checkpoint')!r}, {str(tmp_path / 'out')!r})\n"
-        "except RuntimeError:\n"
-        "    pass\n"  # the export thread has ended: make_report's pool waits for it
-        "raise SystemExit(0 if seen == [True] else 1)\n"
-    )
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO), timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
+    from toolkit.report import command, runner
+
+    calls = []
+    monkeypatch.setattr(command, "load_notebook_engine", lambda: calls.append(("load", threading.current_thread())))
+    monkeypatch.setattr(command, "prepare_export", lambda: calls.append(("export", threading.current_thread())))
+
+    def stop(*_a, **_k):
+        calls.append(("notebook", threading.current_thread()))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(command, "execute_notebook", stop)
+    with pytest.raises(RuntimeError, match="stop here"):
+        command.make_report(EOS, tmp_path / "out")
+    (load, caller), *later = calls
+    assert load == "load" and caller is threading.current_thread()
+    assert sorted(step for step, _ in later) == ["export", "notebook"]
+    assert next(thread for step, thread in later if step == "export") is not caller
+    runner.load_notebook_engine()
+    assert {"papermill", "jupyter_client"} <= set(sys.modules)
 
 
 def test_ingest_problems_table_lists_each_problem_once_and_agrees_with_its_count(spark, tmp_path):
@@ -488,6 +492,7 @@ def test_ingest_problems_table_lists_each_problem_once_and_agrees_with_its_count
     assert provenance["ingest problems"] == str(len(table)) == "2"
 
 
+@pytest.mark.e2e
 def test_report_on_an_empty_bundle_is_no_green_verdict_and_exits_2(tmp_path):
     """A bundle with no log file and no state evidence: the report is written with a verdict that says nothing
     could be checked (not the green "no known incident pattern found", not "every line was read"), and the

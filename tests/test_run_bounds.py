@@ -9,8 +9,8 @@ start-up window and are placed by their second alone.
 from __future__ import annotations
 
 import pytest
-from test_runs import THREAD, app_line, at, start, stopped, summary
 
+from support.runs import THREAD, app_line, at, start, stopped, summary
 from toolkit.events.runs import BOUNDS_COLUMNS
 
 COLUMNS = "host string, source string, line_no bigint, ts timestamp, thread string, logger string, message string, " \

@@ -2,53 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import pytest
-from test_detectors import _event_schema, _frame
 
-T0 = datetime(2026, 5, 12, 8, 0, 0)
-CLIENT = "fraud-scoring-5f0c2a71-9d3e-4b8a-a6c1-2e7f4d90b3a8"
-THREAD = f"{CLIENT}-StreamThread-1"
-
-
-def at(seconds: float) -> datetime:
-    return T0 + timedelta(seconds=seconds)
-
-
-def line(source, line_no, seconds, message, event=None, template_id=None, **fields):
-    host = source.split("/", 1)[0]
-    return {"source": source, "line_no": line_no, "host": host, "ts": at(seconds), "message": message,
-            "event": event, "template_id": template_id, "product": "kafka-streams" if event else None, **fields}
-
-
-def start(source, first_line, seconds, version="4.1.2"):
-    """The start-up markers of one KafkaStreams start, as 4.1.2 prints them."""
-    return [
-        line(source, first_line, seconds, "StreamsConfig values: \n\tapplication.id = fraud-scoring", "CONFIG_DUMP"),
-        line(source, first_line + 1, seconds + 0.05, f"stream-client [{CLIENT}] Kafka Streams version: {version}",
-             "APP_START", "ks.client.version", version=version),
-        line(source, first_line + 2, seconds + 0.1, f"stream-client [{CLIENT}] State transition from CREATED to "
-                                                    "REBALANCING", "CLIENT_STATE", "ks.client.state",
-             to_state="REBALANCING"),
-    ]
-
-
-def summary(source, line_no, seconds):
-    return line(source, line_no, seconds, f"stream-thread [{THREAD}] Processed 1838231 total records, ran 0 "
-                                           "punctuators, polled 2408 times and committed 412 total tasks since the last "
-                                           "update 120004ms ago", "PROCESSING_SUMMARY", "ks.thread.summary")
-
-
-def app_line(source, line_no, seconds):
-    """A line of the application's own logger: no template knows it."""
-    return line(source, line_no, seconds, "Scored transaction batch 8812 (412 transactions) in 38 ms")
-
-
-def stopped(source, line_no, seconds, terminal="NOT_RUNNING"):
-    return line(source, line_no, seconds, f"stream-client [{CLIENT}] Streams client stopped completely and "
-                                          f"transitioned to the terminal {terminal} state", "CLIENT_STOPPED",
-                "ks.client.stopped_terminal")
+from support.runs import CLIENT, THREAD, app_line, at, line, start, stopped, summary
+from support.timelines import event_schema, frame
 
 
 def runs_of(spark, lines):
@@ -60,7 +17,7 @@ def runs_of(spark, lines):
     records = spark.createDataFrame(
         [(r["host"], r["source"], r["line_no"], r["ts"], r.get("thread"), r["message"]) for r in lines],
         "host string, source string, line_no bigint, ts timestamp, thread string, message string")
-    events = _frame(spark, _event_schema(), [{**r, "run_no": None, "run_id": None} for r in lines if r["event"]])
+    events = frame(spark, event_schema(), [{**r, "run_no": None, "run_id": None} for r in lines if r["event"]])
     untagged = events.drop("run_no", "run_id")
     events = tag_runs(untagged)
     # The pipeline numbers its events by key (the windows sort keys only): the same columns and runs.
@@ -174,7 +131,7 @@ def test_the_assignment_summaries_say_whether_a_cleaned_task_was_still_assigned(
              line(src, 3, 1506, "stream-thread [AuditTrailBatch-CleanupThread] Deleting obsolete state directory 1_1 "
                                 "for task 1_1 as 606026ms has elapsed (cleanup delay is 600000ms).", "DIR_CLEANED",
                   task_id="1_1", run_id="atb-1#1", run_no=1)]
-    events = _frame(spark, _event_schema(), lines)
+    events = frame(spark, event_schema(), lines)
     runs = spark.createDataFrame([("atb-1", "atb-1#1", at(2000))], "host string, run_id string, end timestamp")
     (row,) = dir_cleanups(events, task_lifecycles(events, runs)).collect()
     assert row.assigned_at_the_time is False and row.last_owner_until == at(900)
@@ -195,7 +152,7 @@ def test_the_timeline_refuses_events_that_carry_no_runs(spark):
     """Run tagging is the events stage's job: the timeline says so instead of tagging on its own."""
     from toolkit.timeline.build import build
 
-    events = _frame(spark, _event_schema(), start("fraud-scoring-1/app.log", 1, 0)).drop("run_no", "run_id")
+    events = frame(spark, event_schema(), start("fraud-scoring-1/app.log", 1, 0)).drop("run_no", "run_id")
     with pytest.raises(ValueError, match="tag_runs"):
         build(events, state=None)
 

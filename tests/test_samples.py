@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from support import SAMPLES
+from toolkit.detectors import registered_detectors
 from toolkit.samples import SHIPPED, render, write_samples, write_scale
 from toolkit.samples.layouts import FIRST_LINE_PATTERNS, abbreviate_logger
-from toolkit.samples.render import expected_of, noise_share
+from toolkit.samples.render import noise_share
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "sample_logs"
 DETECTORS = {"eos-stale-restore-checkpoint", "standby-lock-stale-checkpoint", "restore-skipped-after-reassignment",
              "alos-crash-reprocessing", "kinesis-checkpoint-migration-loss"}
 HEALTHY = {"kafka-eos-clean-rolling-restart", "nifi-kinesis-migration-ok"}
@@ -59,15 +59,15 @@ def test_shipped_bundles_are_small_and_complete():
         assert sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file()) < 1_000_000, name
 
 
-def test_expected_json_matches_its_scenario():
-    for name, build in SHIPPED.items():
+def test_expected_json_names_real_detectors_hosts_and_utc_times():
+    # (that EXPECTED.json is what the generator writes is the byte-for-byte test above; what the detectors find
+    # on each bundle is compared with it in test_detectors_samples.py)
+    registered = set(registered_detectors())
+    for name in SHIPPED:
         expected = json.loads((SAMPLES / name / "EXPECTED.json").read_text())
-        sc = build()
-        assert expected["detectors"] == sc.detectors
-        assert set(expected["detectors"]) <= DETECTORS
+        assert set(expected["detectors"]) <= DETECTORS <= registered
         assert (expected["detectors"] == []) == (name in HEALTHY)
-        assert expected["hosts"] == [h.name for h in sc.hosts]
-        assert all((SAMPLES / name / h).is_dir() for h in expected["hosts"])
+        assert sorted(expected["hosts"]) == sorted(p.name for p in (SAMPLES / name).iterdir() if p.is_dir())
         for value in _iter_times(expected):
             assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", value), (name, value)
 
@@ -82,13 +82,6 @@ def _iter_times(obj):
     elif isinstance(obj, list):
         for v in obj:
             yield from _iter_times(v)
-
-
-def test_expected_json_equals_fresh_render(tmp_path):
-    result = render(SHIPPED["kafka-eos-stale-checkpoint"](), tmp_path)
-    expected = json.loads((SAMPLES / "kafka-eos-stale-checkpoint" / "EXPECTED.json").read_text())
-    assert expected == expected_of(result)
-    assert expected["stale_checkpoints"][0]["replayed_records"] == 81732
 
 
 def test_readme_first_paragraph_does_not_name_the_detector():
@@ -260,15 +253,13 @@ CHATTER = {"CONFIG_DUMP", "APP_START", "COMMIT", "STATE_WAL_RECOVERED", "STATE_W
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_evidence_lines_classify_to_their_event(name, spark, tmp_path):
     """Every story line the generator rendered classifies to the canonical event it meant."""
-    events_mod = pytest.importorskip("toolkit.events")
-    if not hasattr(events_mod, "classify"):
-        pytest.skip("toolkit.events.classify not available yet")
     from toolkit.bundle import open_bundle
+    from toolkit.events import classify
     from toolkit.layouts import parse_logs
 
     result = render(SHIPPED[name](), tmp_path)
     bundle = open_bundle(result.root, tmp_path / "work")
-    events = events_mod.classify(parse_logs(spark, bundle).records)
+    events = classify(parse_logs(spark, bundle).records)
     got = {(r.source, r.line_no): {r.event, *(r.also_events or [])}
            for r in events.select("source", "line_no", "event", "also_events").collect()}
     wrong = [(e.source, e.line_no, e.event, sorted(got.get((e.source, e.line_no), set())))

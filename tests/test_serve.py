@@ -10,12 +10,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "sample_logs" / "kafka-eos-stale-checkpoint"
+from support import EOS_SAMPLE as SAMPLE, REPO
+
 CLI = [sys.executable, "-m", "toolkit.cli"]
 
 
@@ -35,6 +34,7 @@ def serve_env(tmp_path, monkeypatch):
     serve.stop()  # never leave a JVM behind, even when a check failed (in-process: no interpreter start)
 
 
+@pytest.mark.e2e
 @pytest.mark.connect
 def test_detect_runs_through_the_started_server_until_it_is_stopped(serve_env, tmp_path, monkeypatch, eos_report):
     assert _run(["serve", "status"], serve_env).returncode == 3

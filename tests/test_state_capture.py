@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from test_state_kafka import at, bad_state_dir, state_dir_21, state_dir_28, state_dir_38, state_dir_43
+from support import REPO
+from support.state_dirs import at, bad_state_dir, state_dir_21, state_dir_28, state_dir_38, state_dir_43
 from toolkit.state import StateItem, collect_state_rows, detect_evidence_file, detect_state_dir, read_state
 from toolkit.state import capture
 
-REPO = Path(__file__).resolve().parent.parent
 CAPTURE_PY = REPO / "toolkit" / "state" / "capture.py"
 PLAYBOOK = REPO / "playbooks" / "capturing-state.md"
 STORE_DATA = re.compile(r"(\.sst|\.log|/MANIFEST-\d+|/LOG|/LOCK)$")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import nifi_wal_writer as w
+from support import nifi_wal_writer as w
 from toolkit.state import StateItem, collect_state_rows, read_state
 from toolkit.state import capture
 from toolkit.state.nifi_wal import decode_state_journal, decode_state_snapshot

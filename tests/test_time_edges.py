@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
+from support import REPO
 from toolkit.bundle import open_bundle
 from toolkit.ingest import parse_bundle
 
-REPO = Path(__file__).resolve().parent.parent
 QUICK = "{} INFO  org.apache.kafka.streams.processor.internals.StreamThread                  - stream-thread [wc-StreamThread-1] {}\n"
 KAFKA = "[{}] INFO stream-thread [a-StreamThread-1] {} (org.apache.kafka.streams.processor.internals.StreamThread)\n"
 STACK = "java.lang.IllegalStateException: boom\n\tat org.apache.kafka.streams.KafkaStreams.start(KafkaStreams.java:1)\n"

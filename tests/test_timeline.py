@@ -7,11 +7,12 @@ from datetime import datetime, timedelta
 
 import pandas as pd
 import pytest
+
 from pyspark.sql import functions as F
 
+from support import SAMPLES
+from support.timelines import event_schema
 from toolkit import utc as utc_rows
-
-from conftest import SAMPLES
 
 
 def utc(text: str) -> datetime:
@@ -264,13 +265,12 @@ def test_version_range_from_templates_when_the_banner_is_gone(spark, tmp_path):
 
 def test_table_schemas_do_not_follow_the_sessions_default_timestamp_type(spark):
     """A session whose plain TIMESTAMP means TIMESTAMP_NTZ still gets the declared (zoned) timestamp columns."""
-    from test_detectors import _event_schema
     from toolkit.state.schemas import STATE_SCHEMAS
     from toolkit.timeline import StateFacts
     from toolkit.timeline.build import build
     from toolkit.timeline.schemas import TABLES
 
-    events = spark.createDataFrame([], _event_schema())
+    events = spark.createDataFrame([], event_schema())
     state = StateFacts(**{name: spark.createDataFrame([], schema) for name, schema in STATE_SCHEMAS.items()})
     spark.conf.set("spark.sql.timestampType", "TIMESTAMP_NTZ")
     try:

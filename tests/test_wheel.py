@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from spark_services import loopback_env
+from support import EOS_SAMPLE as SAMPLE, REPO
+from support.spark_services import loopback_env
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "sample_logs" / "kafka-eos-stale-checkpoint"
+#: Builds a wheel, installs it into a fresh venv and runs its report.
+pytestmark = pytest.mark.e2e
+
 #: Not copied for the build: environments, caches, output, and the benchmark bundles (large, not packaged).
 NOT_COPIED = (".git", ".venv", "venv*", "benchmarks", "build", "dist", "out", "*.egg-info", "__pycache__",
               "*.pyc", ".pytest_cache", ".stream-incident-*", "spark-warehouse")

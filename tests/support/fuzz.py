@@ -22,7 +22,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+from support import SAMPLES
 
 #: The single 20 MB line (one case only: it costs disk and a few seconds of regex time).
 HUGE_LINE_BYTES = 20 * 1024 * 1024
