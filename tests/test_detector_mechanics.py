@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from support.timelines import (A2, RUNNING_ACTIVE, at, eos_versioned_timeline, ev, failed_lock, make_timeline,
-                                migration_step, skipped_restore_timeline, standby_timeline, task_phase)
+from support.timelines import (A1, A2, AUDIT, RUNNING_ACTIVE, at, eos_versioned_timeline, ev, failed_lock,
+                               make_timeline, migration_step, skipped_restore_timeline, standby_timeline, task_phase)
 from toolkit.detectors import run_detectors
 
 RAISED = ("critical", "warning")
