@@ -306,8 +306,9 @@ def named_fields(lines: DataFrame, layout: Layout | None, cat: Catalogue, *, onl
         head = F.substring(F.col("_head"), F.length(F.col("_nh")) + 1, F.lit(MESSAGE_HEAD_CHARS))
     times = layout_timestamp(layout.ts_formats, layout.json, F.col("f_ts"), F.col("tz"), F.col("file_date")) \
         if layout is not None and not layout.generic else F.lit(None).cast("timestamp")
-    dated = F.lit(True) if layout is not None and layout.always_dated else None
-    return LineFields(_with_time_and_level(lines, times, dated), F.when(named, message), F.when(named, head))
+    always_dated = layout is not None and layout.always_dated
+    return LineFields(_with_time_and_level(lines, times, always_dated=always_dated), F.when(named, message),
+                      F.when(named, head))
 
 
 def generic_fields_of(lines: DataFrame, cat: Catalogue, json_file: Column) -> LineFields:
@@ -356,15 +357,15 @@ def generic_fields_of(lines: DataFrame, cat: Catalogue, json_file: Column) -> Li
     return LineFields(_with_time_and_level(lines, times), message, message_head)
 
 
-def _with_time_and_level(lines: DataFrame, ts: Column, dated: Column | None = None) -> DataFrame:
+def _with_time_and_level(lines: DataFrame, ts: Column, *, always_dated: bool = False) -> DataFrame:
     """``ts``, ``ts_quality``, ``level``, ``date_base`` and ``borrows_date`` of record starts (``is_start``; null
-    elsewhere), ``ts`` read from ``f_ts`` by the expression given; ``dated``: whether the stamp carries a date,
-    when known without looking (:attr:`~toolkit.layouts.catalogue.Layout.always_dated`)."""
+    elsewhere), ``ts`` read from ``f_ts`` by the expression given; ``always_dated``: every stamp carries a date,
+    known without looking (:attr:`~toolkit.layouts.catalogue.Layout.always_dated`)."""
     day, raw = F.col("file_date"), F.col("f_ts")
     starts = F.col("is_start")
     wrap_ts = parse_stamps(F.col("_wrap_ts"), WRAPPER_TS_FORMATS)
-    if dated is None:  # some layouts print the date only optionally (logback): decide per line
-        dated = raw.rlike(DATED_STAMP) | raw.rlike(r"^\d{9,19}(?:\.\d+)?$|^\{")
+    # Some layouts print the date only optionally (logback): decide per line.
+    dated = F.lit(True) if always_dated else raw.rlike(DATED_STAMP) | raw.rlike(r"^\d{9,19}(?:\.\d+)?$|^\{")
     # Parsed in a step of their own: the time, its quality and the clock offset all read them.
     lines = lines.withColumns({"_ts": F.when(starts, ts), "_wts": F.when(starts, wrap_ts), "_dated": F.when(starts, dated)})
     ts, wrap_ts, dated = F.col("_ts"), F.col("_wts"), F.col("_dated")
@@ -387,5 +388,8 @@ def _with_time_and_level(lines: DataFrame, ts: Column, dated: Column | None = No
         # The day a time-only stamp borrowed: with the zone, it says which records count their days together.
         "date_base": F.when(starts & (quality == "date_inferred"), day),
         # A start whose stamp may have borrowed its date (checked without parsing it): the midnight rollover.
-        "borrows_date": starts & ~F.coalesce(dated, F.lit(True)) & F.col("_wrap_ts").isNull() & raw.isNotNull(),
+        # A constant where the layout always prints the date: Spark does not fold the expression, and a pass that
+        # reads only this flag would otherwise split every line's head into its fields to compute it.
+        "borrows_date": F.lit(False) if always_dated else
+        starts & ~F.coalesce(dated, F.lit(True)) & F.col("_wrap_ts").isNull() & raw.isNotNull(),
     })

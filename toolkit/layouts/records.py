@@ -106,8 +106,12 @@ def _first_pass(spark: SparkSession, files: list[LogFile], detections: dict[str,
         layout = cat.layout(plan.layout) if plan.layout else None
         fields = named_fields(lines, layout, cat)
         parts.append(fields.lines.select(*needed))
-    lines = union_all(parts)
     named = F.col("_named")
+    # The kept text is null on the layout's lines before they are grouped: a grouping that carries strings is
+    # sort-based in Spark, and sorting every line's whole text cost more than reading it.
+    lines = union_all(parts).withColumns({
+        "_nul": F.col("value").contains("\u0000"), "_bytes": F.octet_length("value"),
+        **{name: F.when(~named, F.col(name)) for name in _KEPT}})
     grouped = lines.groupBy(
         "_uri", "block_start", F.floor(F.col("_row_id") / F.lit(WINDOW_CHUNK_LINES)).alias("_chunk"),
         # The layout's lines collapse into one row per chunk; every other line keeps a row of its own.
@@ -117,10 +121,10 @@ def _first_pass(spark: SparkSession, files: list[LogFile], detections: dict[str,
         F.min("_row_id").alias("first_row"),
         F.max(F.when(named, F.col("_row_id"))).alias("last_named_row"),
         F.count(F.when(F.col("_bad_utf8"), 1)).alias("bad_utf8"),
-        F.count(F.when(F.col("value").contains("\u0000"), 1)).alias("nul"),
-        F.max(F.octet_length("value")).alias("longest"),
+        F.count(F.when(F.col("_nul"), 1)).alias("nul"),
+        F.max("_bytes").alias("longest"),
         F.count(F.when(F.col("borrows_date"), 1)).alias("borrowing"),
-        *[F.max(F.when(~named, F.col(name))).alias(name) for name in _KEPT],
+        *[F.max(name).alias(name) for name in _KEPT],
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         chunks = grouped.groupBy("_uri", "block_start", "_chunk").agg(
