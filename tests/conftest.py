@@ -202,6 +202,12 @@ def detected(analysis_of):
 
 
 @pytest.fixture(scope="session")
+def bundle(detected):
+    """``bundle(name) -> (analysis, findings)`` of a hand-built bundle of ``tests/bundles`` (``detected`` above)."""
+    return lambda name: detected(f"bundles/{name}")
+
+
+@pytest.fixture(scope="session")
 def browser():
     """One headless Chromium (network off, Selenium over Debian's chromedriver) for every browser test."""
     from support.browser import start_browser, stop_browser

@@ -1,4 +1,5 @@
-"""Bundles: discovery, host attribution, safe extraction, and exact parsing of a mixed bundle."""
+"""Bundles: discovery, host attribution, safe extraction, exact parsing of a mixed bundle and the examples kept of
+its unparsed lines."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
+from support.long_logs import MANY
 from toolkit.bundle import BundleError, open_bundle
 from toolkit.ingest import parse_bundle
 
@@ -237,6 +240,25 @@ def test_ingest_json_written(parsed):
     notes = next(f for f in data["files"] if f["path"] == "notes.txt")
     assert notes["unparsed_examples"][0] == {"line_no": 1, "text": "collected by on-call"}
     assert any(p["source"] == "notes.txt" and "unknown layout" in p["problem"] for p in data["problems"])
+
+
+def test_unparsed_examples_are_the_first_lines_of_a_file_of_many(spark):
+    from toolkit.ingest import UNPARSED_EXAMPLES, record_figures
+    from toolkit.schemas import UNPARSED
+
+    n = MANY
+    # Lines in reverse order, each longer than an example keeps; a second file with one parsed record.
+    records = spark.range(n).selectExpr(
+        "'h0/app.log' AS source", f"{n} - id AS line_no", f"'{UNPARSED}' AS layout", "1 AS line_count",
+        "CAST(NULL AS STRING) AS ts_raw", "CAST(NULL AS STRING) AS thread", "CAST(NULL AS STRING) AS logger",
+        "concat('line ', CAST(" + str(n) + " - id AS STRING), ' ', repeat('x', 400)) AS message",
+        "CAST(NULL AS STRING) AS stack", "CAST(NULL AS TIMESTAMP) AS ts")
+    parsed = records.limit(1).withColumn("source", F.lit("h1/app.log")).withColumn("layout", F.lit("log4j"))
+    figures = record_figures(records.unionByName(parsed))
+    examples = figures["h0/app.log"]["examples"]
+    assert [e["line_no"] for e in examples] == list(range(1, UNPARSED_EXAMPLES + 1))
+    assert all(len(e["text"]) == 300 and e["text"].startswith(f"line {e['line_no']} ") for e in examples)
+    assert figures["h0/app.log"]["unparsed"] == n and figures["h1/app.log"]["examples"] == []
 
 
 # --------------------------------------------------------------------------- hostile archives

@@ -1,14 +1,14 @@
 """The detector gate: preconditions checked in one query; a detector whose precondition is false is skipped.
 
-The timelines are written from real template wording (as in ``test_detector_mechanics``); that gating
-never changes the findings of the shipped samples is checked in ``test_detectors_samples``.
+The timelines are written from real template wording (as in the detectors' tests, ``tests/detectors/``); that
+gating never changes the findings of the shipped samples is checked in ``test_detector_framework``.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from support.timelines import at, eos_timeline, ev, failed_lock, make_timeline, standby_timeline
+from support.timelines import at, eos_timeline, ev, failed_lock, make_timeline
 from toolkit.detectors import DetectorResults, gate_detectors, registered_detectors, run_detectors
 from toolkit.detectors.base import REGISTRY, detector
 from toolkit.detectors.preconditions import (
@@ -137,10 +137,3 @@ def test_requires_must_read_only_declared_tables():
         detector(id="test-undeclared", title="x", severity="info", needs=("events",),
                  requires=rows_in("state.checkpoints"))
     assert "test-undeclared" not in REGISTRY
-
-
-@pytest.mark.parametrize("lock", [True, False])
-def test_standby_chain_and_info_only_paths_both_pass_the_gate(spark, lock):
-    """The full chain (a failed lock) and the INFO-only path (a standby task, no lock line) both run."""
-    spec = registered_detectors()["standby-lock-stale-checkpoint"]
-    assert gate_detectors(standby_timeline(spark, lock=lock), [spec]) == {}

@@ -2,26 +2,22 @@
 empty 1.x records of components removed before an upgrade, and the high-water marks of List processors that do
 not use ``listing.timestamp``.
 
-Each case is built byte for byte as NiFi writes it (``tests/nifi_wal_writer.py``) and checked against the rule in
-the source it follows (``HashMapSnapshot#recover``, ``WriteAheadLocalStateProvider#onComponentRemoved``, ListHDFS'
-``latest.timestamp``, ListS3's ``currentTimestamp``).
+Each case is built byte for byte as NiFi writes it (``tests/support/nifi_wal_writer.py``) and checked against
+the rule in the source it follows (``HashMapSnapshot#recover``, ``WriteAheadLocalStateProvider#onComponentRemoved``,
+ListHDFS' ``latest.timestamp``, ListS3's ``currentTimestamp``). Whether the FlowFile repository detector takes a
+live copy for damage is tested with that detector (``tests/detectors/``).
 """
 
 from __future__ import annotations
 
-import shutil
-from collections import namedtuple
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from support import BUNDLES, nifi_wal_writer as w
-from toolkit.detectors import run_detectors
-from toolkit.detectors.nifi_flowfile_repo_not_restored import ID as FFR, _node_when_copied
+from support import nifi_wal_writer as w
 from toolkit.state import StateItem, collect_state_rows
 from toolkit.state.schemas import NIFI_LOCAL_STATE_SCHEMA
 from toolkit.timeline.nifi import state_rows_from_capture
 
-LIVE = BUNDLES / "nifi-flowfile-repo-live-capture-2.9.0-healthy"
 FFR_HEADER = b"\x00\x00\x00\x04" + b"\x00" * 12
 LIST_S3 = "0190c1d2-3e4f-1000-a5b6-c7d8e9f0a1b2"
 LIST_HDFS = "0190c1d2-3e4f-1000-b6c7-d8e9f0a1b2c3"
@@ -99,36 +95,3 @@ def test_only_1x_records_with_entries_are_lost_at_the_upgrade(spark, tmp_path):
     # the processor that rebuilt its state under 2.x still lost its 1.x state at the upgrade
     assert [c.component_id for c in lost] == [KEEPER]
     assert lost[0].listing_before.replace(tzinfo=None) == datetime(2026, 4, 8, 6, 55, 12)
-
-
-Run = namedtuple("Run", "host start end end_kind")
-
-
-def test_whether_a_copy_was_taken_from_a_running_node():
-    t0 = datetime(2026, 4, 8, 9, 0)
-    copied = datetime(2026, 4, 8, 11, 30, 12)
-    live = [Run("n", t0, datetime(2026, 4, 8, 11, 44, 52), "unknown")]
-    assert _node_when_copied("n", copied, live) == "running"
-    # stopped later, cleanly: it was still running when copied
-    assert _node_when_copied("n", copied, [Run("n", t0, datetime(2026, 4, 8, 11, 50), "clean")]) == "running"
-    # the power went at the last write; the copy was made before the next start
-    crashed = [Run("n", t0, copied + timedelta(milliseconds=200), "crash"),
-               Run("n", datetime(2026, 4, 8, 11, 40), datetime(2026, 4, 8, 11, 41), "unknown")]
-    assert _node_when_copied("n", copied, crashed) == "stopped"
-    # the log stops with the copy and says nothing about how: cannot tell
-    assert _node_when_copied("n", copied, [Run("n", t0, copied, "unknown")]) == "unknown"
-    assert _node_when_copied("n", copied, []) == "unknown"
-    assert _node_when_copied("other", copied, live) == "unknown"
-
-
-def test_a_live_copy_without_logs_is_only_an_info(spark, tmp_path):
-    from toolkit.cache import ParseCache
-    from toolkit.pipeline import analyse
-
-    bundle = tmp_path / "bundle"
-    (bundle / "nifi-2").mkdir(parents=True)
-    shutil.copy(LIVE / "nifi-2" / "flowfile-repository.tar.gz", bundle / "nifi-2")
-    analysis = analyse(spark, bundle, tmp_path / "out", cache=ParseCache())
-    mine = [f for f in run_detectors(analysis.timeline) if f.detector == FFR]
-    assert [(f.severity, f.confidence) for f in mine] == [("info", "possible")]
-    assert "journals/7731520.journal" in mine[0].explanation and mine[0].hosts == ["nifi-2"]

@@ -61,7 +61,7 @@ def test_shipped_bundles_are_small_and_complete():
 
 def test_expected_json_names_real_detectors_hosts_and_utc_times():
     # (that EXPECTED.json is what the generator writes is the byte-for-byte test above; what the detectors find
-    # on each bundle is compared with it in test_detectors_samples.py)
+    # on each bundle is compared with it in test_detector_framework.py and tests/detectors/)
     registered = set(registered_detectors())
     for name in SHIPPED:
         expected = json.loads((SAMPLES / name / "EXPECTED.json").read_text())

@@ -27,13 +27,20 @@ def test_the_tiers_are_registered_markers():
 
 def test_no_test_module_imports_another_or_conftest():
     tests = REPO / "tests"
-    modules = {p.stem for p in tests.glob("test_*.py")} | {"conftest"}
+    paths = sorted(tests.glob("test_*.py")) + sorted(tests.glob("*/test_*.py"))
+    assert [p for p in paths if p.parent != tests] != []  # the test packages (tests/detectors/) are searched too
+    modules = {p.stem for p in paths} | {"conftest"}
+    packages = {p.parent.name for p in paths if p.parent != tests}
     imports = {}
-    for path in sorted(tests.glob("test_*.py")):
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:  # from . import test_x, from .test_x import ...
+                imports.setdefault(str(path.relative_to(tests)), []).append("." * node.level + (node.module or ""))
+                continue
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             for name in names:
-                if name.split(".")[0] in modules:
-                    imports.setdefault(path.name, []).append(name)
+                parts = name.split(".")
+                if parts[0] in modules | packages or parts[-1] in modules:
+                    imports.setdefault(str(path.relative_to(tests)), []).append(name)
     assert imports == {}

@@ -243,3 +243,11 @@ def skipped_restore_timeline(spark, *, version="2.1.1", kind="from-beginning", s
 def failed_lock(task, seconds, line_no, thread="app-StreamThread-2", holder="app-StreamThread-1"):
     return {"host": "h0", "run_id": "h0#1", "task_id": task, "kind": "failed", "ts": at(seconds), "thread": thread,
             "role": "active", "holder_thread": holder, "source": "h0/app.log", "line_no": line_no}
+
+
+def runs_ending(end_kinds, guarantee="at_least_once") -> list[dict]:
+    """Consecutive runs on h0, 100 s apart, ending as ``end_kinds`` says (with the lines of their starts and ends)."""
+    return [{"host": "h0", "run_id": f"h0#{n}", "run_no": n, "product": "kafka-streams", "start": at(100 * n),
+             "end": at(100 * n + 50), "end_kind": kind, "guarantee": guarantee, "end_source": "h0/app.log",
+             "end_line_no": 10 * n, "source": "h0/app.log", "line_no": 10 * n - 5}
+            for n, kind in enumerate(end_kinds, 1)]

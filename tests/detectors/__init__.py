@@ -1,0 +1,1 @@
+"""One test module per detector of ``toolkit/detectors``."""
