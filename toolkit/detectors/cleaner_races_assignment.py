@@ -31,9 +31,9 @@ from toolkit.detectors.common import (
     evidence_lines,
     fmt_ts,
     known_bug_sentences,
+    may_predate,
     missing_steps,
     rows,
-    may_predate,
     run_rows,
     run_versions,
 )

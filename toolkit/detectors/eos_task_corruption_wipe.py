@@ -159,8 +159,8 @@ def _checkpoint_expected(tl, asked: dict) -> dict:
 def _routine_no_checkpoint(tl, g, tasks: list[str]) -> Finding:
     """EOS reinitialisations of tasks that had no checkpoint to find (2.0.1-2.5): new to the host, their directory
     cleaned, or handed over between threads of the JVM: the normal path, restored from the changelog start."""
-    return Finding(
-        detector=ID, severity="info", confidence="confirmed",
+    return _info_of_group(
+        tl, g, tasks,
         title=f"{g.host}: exactly-once reinitialisation of {len(tasks) or 'some'} task(s) without a checkpoint (routine)",
         explanation=(f"{g.host} found no checkpoint for task(s) {', '.join(tasks) or '(unnamed)'} from {fmt_ts(g.first)} "
                      "and reinitialised them under exactly-once, to restore from the changelog start. The previous run "
@@ -168,11 +168,7 @@ def _routine_no_checkpoint(tl, g, tasks: list[str]) -> Finding:
                      "the task moved between threads of this JVM, whose new owner reads before the old one writes its "
                      "closing checkpoint): there was no checkpoint to find, and this is how Kafka Streams 2.0.1-2.5 "
                      "starts such a task."),
-        hosts=[g.host], tasks=tasks, ts=g.first, evidence=log_refs((r.source, r.line_no) for r in g.lines),
-        impact=Impact(summary=f"{len(tasks)} task(s) restored from scratch", figures={"tasks": len(tasks)},
-                      method="distinct task ids of 'No checkpoint found' lines"),
-        known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
-    )
+        summary=f"{len(tasks)} task(s) restored from scratch", method="distinct task ids of 'No checkpoint found' lines")
 
 
 def _at_least_once(tl, g, tasks: list[str], guarantee: str) -> Finding:
@@ -180,16 +176,22 @@ def _at_least_once(tl, g, tasks: list[str], guarantee: str) -> Finding:
     wiped as under exactly-once; an out-of-range changelog offset there means the changelog no longer holds what
     the store lacks (retention, compaction), which a long downtime explains."""
     reasons = ", ".join(sorted(g.reasons))
-    return Finding(
-        detector=ID, severity="info", confidence="confirmed",
+    return _info_of_group(
+        tl, g, tasks,
         title=f"{g.host}: task corruption of {len(tasks) or 'some'} task(s) under {guarantee} ({reasons})",
         explanation=(f"{g.host} found task(s) {', '.join(tasks) or '(unnamed)'} corrupted at {fmt_ts(g.first)} "
                      f"({reasons}) under {guarantee}: the task is closed dirty and re-initialised from its changelog; "
                      "at-least-once keeps the local state (no exactly-once wipe). An offset out of range means the "
                      "changelog no longer holds records the store lacks (retention or compaction, e.g. after a long "
                      "downtime)."),
+        summary=f"{len(tasks)} task(s) re-initialised", method="distinct task ids of corruption lines")
+
+
+def _info_of_group(tl, g, tasks: list[str], *, title: str, explanation: str, summary: str, method: str) -> Finding:
+    """An ``info`` finding on one host/run group of wipes: its lines as evidence, its task count as the impact."""
+    return Finding(
+        detector=ID, severity="info", confidence="confirmed", title=title, explanation=explanation,
         hosts=[g.host], tasks=tasks, ts=g.first, evidence=log_refs((r.source, r.line_no) for r in g.lines),
-        impact=Impact(summary=f"{len(tasks)} task(s) re-initialised", figures={"tasks": len(tasks)},
-                      method="distinct task ids of corruption lines"),
+        impact=Impact(summary=summary, figures={"tasks": len(tasks)}, method=method),
         known_bugs=known_bug_sentences(ID, run_versions(tl, [g.host])[:1]),
     )
