@@ -22,7 +22,8 @@ LINE = ("[2026-03-07 14:02:11,408] INFO stream-thread [a-StreamThread-1] Startin
 
 
 @pytest.fixture
-def bundle(tmp_path) -> Path:
+def one_line_bundle(tmp_path) -> Path:
+    """A bundle of one host with one log line."""
     b = tmp_path / "bundle"
     (b / "host-a").mkdir(parents=True)
     (b / "host-a" / "app.log").write_text(LINE)
@@ -41,32 +42,32 @@ def _run(argv, capsys):
     return code, capsys.readouterr().err
 
 
-def test_missing_bundle(tmp_path, bundle, capsys):
-    code, err = _run(["parse", str(bundle), str(tmp_path / "nope.tar.gz"), "--out", str(tmp_path / "out"),
+def test_missing_bundle(tmp_path, one_line_bundle, capsys):
+    code, err = _run(["parse", str(one_line_bundle), str(tmp_path / "nope.tar.gz"), "--out", str(tmp_path / "out"),
                       "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, "bundle not found:")
     assert "nope.tar.gz" in err and not (tmp_path / "out").exists()
 
 
-def test_unknown_time_zone(tmp_path, bundle, capsys):
-    code, err = _run(["parse", str(bundle), "--out", str(tmp_path / "out"), "--timezone", "Mars/Olympus",
+def test_unknown_time_zone(tmp_path, one_line_bundle, capsys):
+    code, err = _run(["parse", str(one_line_bundle), "--out", str(tmp_path / "out"), "--timezone", "Mars/Olympus",
                       "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, "--timezone: unknown time zone 'Mars/Olympus'")
 
 
-def test_invalid_bundle_toml(tmp_path, bundle, capsys):
-    (bundle / "bundle.toml").write_text('[hosts.host-a]\nclock_offset_ms = "soon"\n')
-    code, err = _run(["parse", str(bundle), "--out", str(tmp_path / "out"), "--quiet"], capsys)
+def test_invalid_bundle_toml(tmp_path, one_line_bundle, capsys):
+    (one_line_bundle / "bundle.toml").write_text('[hosts.host-a]\nclock_offset_ms = "soon"\n')
+    code, err = _run(["parse", str(one_line_bundle), "--out", str(tmp_path / "out"), "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, "bundle.toml [hosts.host-a]: clock_offset_ms must be an integer")
 
 
-def test_out_dir_that_is_a_file(tmp_path, bundle, capsys):
+def test_out_dir_that_is_a_file(tmp_path, one_line_bundle, capsys):
     out = tmp_path / "out.txt"
     out.write_text("not a directory\n")
-    code, err = _run(["parse", str(bundle), "--out", str(out), "--quiet"], capsys)
+    code, err = _run(["parse", str(one_line_bundle), "--out", str(out), "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, "")
     assert f"{out} is a file" in err  # from the work-dir check today; an --out check in the CLI may say it first
@@ -74,13 +75,13 @@ def test_out_dir_that_is_a_file(tmp_path, bundle, capsys):
 
 
 @pytest.mark.e2e
-def test_out_dir_that_is_a_file_with_a_separate_work_dir(tmp_path, bundle):
+def test_out_dir_that_is_a_file_with_a_separate_work_dir(tmp_path, one_line_bundle):
     out = tmp_path / "out.txt"
     out.write_text("not a directory\n")
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER")}
     # A master nobody listens on: if --out is not checked first, this fails with 3 instead of 2.
     proc = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "parse", str(bundle), "--out", str(out), "--work-dir",
+        [sys.executable, "-m", "toolkit.cli", "parse", str(one_line_bundle), "--out", str(out), "--work-dir",
          str(tmp_path / "w"), "--quiet", "--master", "spark://127.0.0.1:1"],
         capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == EXIT_USAGE, proc.stderr
@@ -88,36 +89,36 @@ def test_out_dir_that_is_a_file_with_a_separate_work_dir(tmp_path, bundle):
     assert str(out) in proc.stderr
 
 
-def test_work_dir_that_is_not_ours(tmp_path, bundle, capsys):
+def test_work_dir_that_is_not_ours(tmp_path, one_line_bundle, capsys):
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "thesis.tex").write_text("mine")
-    code, err = _run(["parse", str(bundle), "--out", str(tmp_path / "out"), "--work-dir", str(precious),
+    code, err = _run(["parse", str(one_line_bundle), "--out", str(tmp_path / "out"), "--work-dir", str(precious),
                       "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, f"work directory {precious} is not empty and was not made by this tool")
     assert [p.name for p in precious.iterdir()] == ["thesis.tex"]
 
 
-def test_work_dir_that_is_a_file(tmp_path, bundle, capsys):
+def test_work_dir_that_is_a_file(tmp_path, one_line_bundle, capsys):
     work = tmp_path / "work.bin"
     work.write_bytes(b"\0")
-    code, err = _run(["parse", str(bundle), "--out", str(tmp_path / "out"), "--work-dir", str(work), "--quiet"],
+    code, err = _run(["parse", str(one_line_bundle), "--out", str(tmp_path / "out"), "--work-dir", str(work), "--quiet"],
                      capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, f"cannot use {work} as the work directory: {work} is a file")
 
 
-def test_missing_out_argument_is_a_usage_error(bundle, capsys):
+def test_missing_out_argument_is_a_usage_error(one_line_bundle, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["parse", str(bundle)])
+        main(["parse", str(one_line_bundle)])
     assert exc.value.code == EXIT_USAGE
     assert "the following arguments are required: --out" in capsys.readouterr().err
 
 
-def test_master_and_remote_together_are_refused(tmp_path, bundle, capsys):
+def test_master_and_remote_together_are_refused(tmp_path, one_line_bundle, capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["parse", str(bundle), "--out", str(tmp_path / "o"), "--master", "local[1]", "--remote", "sc://x"])
+        main(["parse", str(one_line_bundle), "--out", str(tmp_path / "o"), "--master", "local[1]", "--remote", "sc://x"])
     assert exc.value.code == EXIT_USAGE
     assert "not allowed with argument" in capsys.readouterr().err
 
@@ -127,11 +128,11 @@ def test_master_and_remote_together_are_refused(tmp_path, bundle, capsys):
     ("--master", "spark://127.0.0.1:1", "master"),
     ("--remote", "sc://127.0.0.1:1", "Connect endpoint"),
 ])
-def test_unreachable_spark_fails_fast_with_exit_3(tmp_path, bundle, flag, url, what):
+def test_unreachable_spark_fails_fast_with_exit_3(tmp_path, one_line_bundle, flag, url, what):
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER")}
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "toolkit.cli", "parse", str(bundle), "--out", str(tmp_path / "out"), "--quiet",
+        [sys.executable, "-m", "toolkit.cli", "parse", str(one_line_bundle), "--out", str(tmp_path / "out"), "--quiet",
          flag, url],
         capture_output=True, text=True, timeout=120, env=env)
     elapsed = time.monotonic() - start
@@ -162,26 +163,26 @@ COMMANDS = {
 
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("case", BAD_INPUTS)
-def test_unusable_bundle_toml_or_zone_is_one_sentence_and_exit_2_for_every_command(tmp_path, bundle, capsys,
+def test_unusable_bundle_toml_or_zone_is_one_sentence_and_exit_2_for_every_command(tmp_path, one_line_bundle, capsys,
                                                                                     command, case):
     toml, flags, message = BAD_INPUTS[case]
-    (bundle / "bundle.toml").write_text(toml)
-    code, err = _run([*COMMANDS[command](bundle, tmp_path / "out"), *flags, "--quiet"], capsys)
+    (one_line_bundle / "bundle.toml").write_text(toml)
+    code, err = _run([*COMMANDS[command](one_line_bundle, tmp_path / "out"), *flags, "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, message)
 
 
-def test_stand_alone_detect_says_one_sentence_too(tmp_path, bundle, capsys):
+def test_stand_alone_detect_says_one_sentence_too(tmp_path, one_line_bundle, capsys):
     from toolkit import detect
 
-    (bundle / "bundle.toml").write_text(BAD_INPUTS["zone typo"][0])
-    code = detect.main([str(bundle), "--quiet"])
+    (one_line_bundle / "bundle.toml").write_text(BAD_INPUTS["zone typo"][0])
+    code = detect.main([str(one_line_bundle), "--quiet"])
     assert code == EXIT_USAGE
     _one_sentence(capsys.readouterr().err, BAD_INPUTS["zone typo"][2])
 
 
-def test_unknown_detector_is_refused_before_spark_starts(tmp_path, bundle, capsys):
-    code, err = _run(["detect", str(bundle), "--only", "no-such-detector", "--master", "spark://127.0.0.1:1",
+def test_unknown_detector_is_refused_before_spark_starts(tmp_path, one_line_bundle, capsys):
+    code, err = _run(["detect", str(one_line_bundle), "--only", "no-such-detector", "--master", "spark://127.0.0.1:1",
                       "--quiet"], capsys)
     assert code == EXIT_USAGE
     _one_sentence(err, "unknown detector(s) for --only: no-such-detector; known: ")
