@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from support.bundles import (NIFI_NAMES, cases_for, check_expected_findings, check_few_extra,
-                             check_findings_with_evidence, check_must_not)
+from support.bundles import NIFI_NAMES, bundle_tests, cases_for, check_findings_with_evidence
 from support.findings import raised
 from support.known_bugs import verdict
 from support.samples import expected_of
@@ -181,22 +180,8 @@ def test_kinesis_migration_loss_per_table(detected):
 
 # --- hand-built bundles and their healthy twins --------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", cases_for(ID, "expected"))
-def test_expected_findings_fire_on_their_hosts_and_tasks(bundle, name):
-    _, findings = bundle(name)
-    check_expected_findings(findings, name)
-
-
-@pytest.mark.parametrize("name", cases_for(ID, "must_not"))
-def test_nothing_on_the_must_not_list_fires(bundle, name):
-    _, findings = bundle(name)
-    check_must_not(findings, name)
-
-
-@pytest.mark.parametrize("name", cases_for(ID, "extra"))
-def test_no_more_than_a_few_unexpected_warnings(bundle, name):
-    _, findings = bundle(name)
-    check_few_extra(findings, name)
+(test_expected_findings_fire_on_their_hosts_and_tasks, test_nothing_on_the_must_not_list_fires,
+ test_no_more_than_a_few_unexpected_warnings) = bundle_tests(ID)
 
 
 @pytest.mark.parametrize("name", cases_for(ID, names=NIFI_NAMES))

@@ -13,8 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from support import BUNDLES
-from support.bundles import (NIFI_NAMES, cases_for, check_expected_findings, check_few_extra,
-                             check_findings_with_evidence, check_must_not)
+from support.bundles import NIFI_NAMES, bundle_tests, cases_for, check_findings_with_evidence
 from toolkit.detectors import run_detectors
 from toolkit.detectors.nifi_flowfile_repo_not_restored import ID as FFR, _node_when_copied
 
@@ -59,22 +58,8 @@ def test_a_live_copy_without_logs_is_only_an_info(spark, tmp_path):
 
 # --- hand-built bundles and their healthy twins --------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", cases_for(ID, "expected"))
-def test_expected_findings_fire_on_their_hosts_and_tasks(bundle, name):
-    _, findings = bundle(name)
-    check_expected_findings(findings, name)
-
-
-@pytest.mark.parametrize("name", cases_for(ID, "must_not"))
-def test_nothing_on_the_must_not_list_fires(bundle, name):
-    _, findings = bundle(name)
-    check_must_not(findings, name)
-
-
-@pytest.mark.parametrize("name", cases_for(ID, "extra"))
-def test_no_more_than_a_few_unexpected_warnings(bundle, name):
-    _, findings = bundle(name)
-    check_few_extra(findings, name)
+(test_expected_findings_fire_on_their_hosts_and_tasks, test_nothing_on_the_must_not_list_fires,
+ test_no_more_than_a_few_unexpected_warnings) = bundle_tests(ID)
 
 
 @pytest.mark.parametrize("name", cases_for(ID, names=NIFI_NAMES))

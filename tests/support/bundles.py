@@ -8,6 +8,7 @@ An incident bundle belongs to the first detector its EXPECTED.json expects; a bu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -136,3 +137,27 @@ def check_findings_with_evidence(findings, name: str) -> None:
             e.kind == "state" for f in hits for e in f.evidence)
     for detector in expected["must_not"]:
         assert not [f for f in raised if f.detector == detector], detector
+
+
+def bundle_tests(detector_id: str) -> tuple[Callable, Callable, Callable]:
+    """The checks of ``detector_id``'s hand-built bundles and healthy twins, as test functions its test module
+    binds to their names: the expected findings fire on their hosts and tasks, nothing on a must-not list fires,
+    and no more than a few unexpected warnings."""
+
+    @pytest.mark.parametrize("name", cases_for(detector_id, "expected"))
+    def test_expected_findings_fire_on_their_hosts_and_tasks(bundle, name):
+        _, findings = bundle(name)
+        check_expected_findings(findings, name)
+
+    @pytest.mark.parametrize("name", cases_for(detector_id, "must_not"))
+    def test_nothing_on_the_must_not_list_fires(bundle, name):
+        _, findings = bundle(name)
+        check_must_not(findings, name)
+
+    @pytest.mark.parametrize("name", cases_for(detector_id, "extra"))
+    def test_no_more_than_a_few_unexpected_warnings(bundle, name):
+        _, findings = bundle(name)
+        check_few_extra(findings, name)
+
+    return (test_expected_findings_fire_on_their_hosts_and_tasks, test_nothing_on_the_must_not_list_fires,
+            test_no_more_than_a_few_unexpected_warnings)
