@@ -6,9 +6,7 @@ verdicts of its bugs.
 
 from __future__ import annotations
 
-import pytest
-
-from support.bundles import NIFI_NAMES, bundle_tests, cases_for, check_findings_with_evidence
+from support.bundles import bundle_tests, nifi_evidence_test
 from support.findings import raised
 from support.known_bugs import verdict
 from support.samples import expected_of
@@ -184,10 +182,7 @@ def test_kinesis_migration_loss_per_table(detected):
  test_no_more_than_a_few_unexpected_warnings) = bundle_tests(ID)
 
 
-@pytest.mark.parametrize("name", cases_for(ID, names=NIFI_NAMES))
-def test_findings_match_expected(bundle, name):
-    _, findings = bundle(name)
-    check_findings_with_evidence(findings, name)
+test_findings_match_expected = nifi_evidence_test(ID)
 
 
 # --- NIFI-16003 and NIFI-16066 verdicts ----------------------------------------------------------------------------

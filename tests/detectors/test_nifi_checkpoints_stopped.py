@@ -4,10 +4,9 @@ journal) and the gap grows. The hand-built bundle with its healthy twin.
 
 from __future__ import annotations
 
-import pytest
 from pyspark.sql import functions as F
 
-from support.bundles import NIFI_NAMES, bundle_tests, cases_for, check_findings_with_evidence
+from support.bundles import bundle_tests, nifi_evidence_test
 
 ID = "nifi-checkpoints-stopped"
 
@@ -18,10 +17,7 @@ ID = "nifi-checkpoints-stopped"
  test_no_more_than_a_few_unexpected_warnings) = bundle_tests(ID)
 
 
-@pytest.mark.parametrize("name", cases_for(ID, names=NIFI_NAMES))
-def test_findings_match_expected(bundle, name):
-    _, findings = bundle(name)
-    check_findings_with_evidence(findings, name)
+test_findings_match_expected = nifi_evidence_test(ID)
 
 
 def test_checkpoints_stopped_measures_the_gap(detected):

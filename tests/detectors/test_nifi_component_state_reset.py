@@ -4,9 +4,7 @@ the re-listing that follows. The hand-built bundles with their healthy twins.
 
 from __future__ import annotations
 
-import pytest
-
-from support.bundles import NIFI_NAMES, bundle_tests, cases_for, check_findings_with_evidence
+from support.bundles import bundle_tests, nifi_evidence_test
 from support.findings import RAISED
 
 ID = "nifi-component-state-reset"
@@ -18,10 +16,7 @@ ID = "nifi-component-state-reset"
  test_no_more_than_a_few_unexpected_warnings) = bundle_tests(ID)
 
 
-@pytest.mark.parametrize("name", cases_for(ID, names=NIFI_NAMES))
-def test_findings_match_expected(bundle, name):
-    _, findings = bundle(name)
-    check_findings_with_evidence(findings, name)
+test_findings_match_expected = nifi_evidence_test(ID)
 
 
 def test_state_reset_names_the_window_and_the_relisting(detected):

@@ -9,11 +9,10 @@ import shutil
 from collections import namedtuple
 from datetime import datetime, timedelta
 
-import pytest
 from pyspark.sql import functions as F
 
 from support import BUNDLES
-from support.bundles import NIFI_NAMES, bundle_tests, cases_for, check_findings_with_evidence
+from support.bundles import bundle_tests, nifi_evidence_test
 from toolkit.detectors import run_detectors
 from toolkit.detectors.nifi_flowfile_repo_not_restored import ID as FFR, _node_when_copied
 
@@ -62,10 +61,7 @@ def test_a_live_copy_without_logs_is_only_an_info(spark, tmp_path):
  test_no_more_than_a_few_unexpected_warnings) = bundle_tests(ID)
 
 
-@pytest.mark.parametrize("name", cases_for(ID, names=NIFI_NAMES))
-def test_findings_match_expected(bundle, name):
-    _, findings = bundle(name)
-    check_findings_with_evidence(findings, name)
+test_findings_match_expected = nifi_evidence_test(ID)
 
 
 def test_flowfile_restore_compares_with_the_last_checkpoint(detected):

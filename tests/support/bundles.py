@@ -161,3 +161,15 @@ def bundle_tests(detector_id: str) -> tuple[Callable, Callable, Callable]:
 
     return (test_expected_findings_fire_on_their_hosts_and_tasks, test_nothing_on_the_must_not_list_fires,
             test_no_more_than_a_few_unexpected_warnings)
+
+
+def nifi_evidence_test(detector_id: str) -> Callable:
+    """The check of ``detector_id``'s NiFi bundles that every finding is the expected one and cites a log line or a
+    state fact, as a test function its test module binds to its name."""
+
+    @pytest.mark.parametrize("name", cases_for(detector_id, names=NIFI_NAMES))
+    def test_findings_match_expected(bundle, name):
+        _, findings = bundle(name)
+        check_findings_with_evidence(findings, name)
+
+    return test_findings_match_expected
