@@ -126,13 +126,16 @@ def _tier_guard(request, monkeypatch):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One small local session (local[2], UI off, few shuffle partitions) for every test."""
+    """One small local session (local[2], UI off, few shuffle partitions) for every test.
+
+    Its heap is set, not taken from the machine's RAM: the session keeps the tables of every bundle it analyses
+    (``analysis_of``) in memory until the run ends, while the tests after them parse megabyte lines."""
     from toolkit.spark import get_spark
 
     os.environ.pop("SPARK_REMOTE", None)
     session = get_spark(
         "local[2]",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.driver.memory": "5g"},
         app_name="stream-incident-tests",
     )
     yield session
