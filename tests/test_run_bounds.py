@@ -119,9 +119,7 @@ def test_real_format_bundles_give_the_same_bounds(spark, analysis_of, name):
 
 
 def test_derived_tables_let_go_of_what_the_run_bounds_kept(spark):
-    """While the derived tables are written, a large input's run bounds keep two tables and the events' run
-    numbering two (the rows' run-start flags, and the classified events they were read from); ``release`` frees
-    all four."""
+    """A large input's run bounds keep two tables while the derived tables are written; ``release`` frees them."""
     from toolkit.events.derive import derive_tables
     from toolkit.events.runs import run_bounds as exact_bounds
 
@@ -136,7 +134,7 @@ def test_derived_tables_let_go_of_what_the_run_bounds_kept(spark):
     kept = spark.sparkContext._jsc.getPersistentRDDs  # the test's own look at the session's cached data
     before = kept().size()
     derived = derive_tables(records, shapes=False, exact_bounds=False)
-    assert kept().size() == before + 4
+    assert kept().size() == before + 2
     bounds = sorted(tuple(r) for r in derived.tables["run_bounds"].collect())
     derived.release()
     assert kept().size() == before
