@@ -42,8 +42,7 @@ class DerivedTables:
 def derive_tables(records: DataFrame, templates: Sequence[Template] | None = None, *,
                   shapes: bool = True, exact_bounds: bool = False) -> DerivedTables:
     """:data:`DERIVED_TABLES` of ``records`` (``toolkit.schemas.RECORD_SCHEMA``), plus :data:`SHAPES_TABLE`
-    when ``shapes``; lazy, but for the run bounds' two intermediate tables (computed here on a large input) and the
-    events' keys and run-start flags (:func:`toolkit.events.runs.tag_runs_by_key`), computed here and kept.
+    when ``shapes``; lazy, but for the run bounds' two intermediate tables (computed here on a large input).
 
     The classified events are kept on local disk until ``release`` is called (after the tables are written): their
     run numbering reads them twice (:func:`toolkit.events.runs.tag_runs_by_key`). With shapes, so are the records
@@ -66,7 +65,7 @@ def derive_tables(records: DataFrame, templates: Sequence[Template] | None = Non
                         prefix_facts_of(candidates)).persist(StorageLevel.DISK_ONLY)
     held.append(untagged)
     tables = {
-        "events": tag_runs_by_key(untagged, held=held),
+        "events": tag_runs_by_key(untagged),
         # Every dump is a candidate (toolkit.catalogue.gate): the other records are never read for it.
         "config": extract_config(candidates),
         "run_bounds": exact.run_bounds(records) if exact_bounds else run_bounds(records, held),

@@ -8,7 +8,6 @@ from typing import Iterable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from toolkit.spark import computed_once
 from toolkit.sqltext import sql_list, sql_str
 
 # Run markers: a JVM start. Strong ones are logged once per start; `Kafka version` is logged once per
@@ -89,21 +88,16 @@ def tag_runs(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds
     return numbered.drop(*_RUN_FLAGS, "_order_ts")
 
 
-def tag_runs_by_key(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds: int = 5,
-                    held: list[DataFrame] | None = None) -> DataFrame:
+def tag_runs_by_key(df: DataFrame, *, startup_gap_seconds: int = 60, same_start_seconds: int = 5) -> DataFrame:
     """:func:`tag_runs` for a wide frame whose rows are unique by ``source`` and ``line_no`` and cheap to read
     twice (persisted, or read from a file): the same ``run_no`` and ``run_id``, columns in the same order.
 
     The start markers are tested on each row once; the windows then sort only the row keys, the time and those
     flags, and the run numbers are joined back. Sorting whole rows (messages, stack traces, partition lists)
-    once per window made numbering the events of an eventful bundle cost more than classifying them. Which
-    markers open a run is decided among the markers alone (:func:`_numbered_by_markers`). With ``held``, the
-    rows' keys and flags are computed now and kept: the caller releases them (:func:`toolkit.spark.release`)
-    once the result is written."""
+    once per window made numbering the events of an eventful bundle cost more than classifying them."""
     needed = [c for c in ("host", "source", "line_no", "ts") if c in df.columns]
     flags = _with_run_flags(df).select(*needed, *_RUN_FLAGS)
-    keys = _numbered_by_markers(flags, startup_gap_seconds, same_start_seconds, held).select(
-        "source", "line_no", "run_no")
+    keys = _numbered(flags, startup_gap_seconds, same_start_seconds).select("source", "line_no", "run_no")
     joined = df.join(keys, ["source", "line_no"], "left")
     return joined.select(*df.columns, "run_no", F.expr(_RUN_ID).alias("run_id"))
 
@@ -133,33 +127,23 @@ def _with_run_flags(df: DataFrame) -> DataFrame:
     return flagged.withColumn("_kind", F.expr(f"CASE WHEN _strong THEN coalesce({marker_kind}, 'other') END"))
 
 
-#: The order of a host's rows, and the windows over it.
-_ORDER_BY = "ORDER BY _order_ts ASC NULLS FIRST, source, line_no"
-_HOST_ORDER = f"PARTITION BY host {_ORDER_BY}"
-_SO_FAR = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
-_BEFORE = f"{_HOST_ORDER} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
-
-
-def _with_markers(flagged: DataFrame) -> DataFrame:
-    """``flagged`` (:func:`_with_run_flags`) with ``_order_ts`` (the row's time, else the last time before it in its
-    file), ``_host_has_strong`` and ``_marker`` (a start marker that counts on its host)."""
+def _numbered(flagged: DataFrame, startup_gap_seconds: int, same_start_seconds: int) -> DataFrame:
+    """``flagged`` (:func:`_with_run_flags`) with ``_order_ts``, ``run_no`` and ``run_id`` (see :func:`tag_runs`)."""
     # Expressions are SQL text: building one makes a single round trip to the JVM, not several per Column operator.
-    return (
+    order_by = "ORDER BY _order_ts ASC NULLS FIRST, source, line_no"
+    order = f"PARTITION BY host {order_by}"
+    so_far = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    before = f"{order} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+    marked = (
         flagged.withColumn("_order_ts", F.expr(
-            f"coalesce(ts, last(ts, true) OVER (PARTITION BY host, source ORDER BY line_no {_SO_FAR}))"))
+            f"coalesce(ts, last(ts, true) OVER (PARTITION BY host, source ORDER BY line_no {so_far}))"))
         .withColumn("_host_has_strong", F.expr("max(CAST(_strong AS INT)) OVER (PARTITION BY host) = 1"))
         .withColumn("_marker", F.expr("_strong OR (_weak AND NOT _host_has_strong)"))
     )
-
-
-def _with_run_starts(marked: DataFrame, startup_gap_seconds: int, same_start_seconds: int) -> DataFrame:
-    """``marked`` (:func:`_with_markers`) with ``_candidate`` and ``_starts_run`` (the marker that opens a run).
-
-    Both read only the markers before a row (and the row's own), so the markers alone give the same answer."""
-    previous_marker_ts = f"last(CASE WHEN _marker THEN _order_ts END, true) OVER ({_BEFORE})"
-    any_marker_before = f"max(CAST(_marker AS INT)) OVER ({_BEFORE})"
+    previous_marker_ts = f"last(CASE WHEN _marker THEN _order_ts END, true) OVER ({before})"
+    any_marker_before = f"max(CAST(_marker AS INT)) OVER ({before})"
     gap = f"CAST(_order_ts AS DOUBLE) - CAST({previous_marker_ts} AS DOUBLE)"
-    previous_same_kind = f"lag(_order_ts) OVER (PARTITION BY host, _kind {_ORDER_BY})"
+    previous_same_kind = f"lag(_order_ts) OVER (PARTITION BY host, _kind {order_by})"
     since_same_kind = f"CAST(_order_ts AS DOUBLE) - CAST({previous_same_kind} AS DOUBLE)"
     # The same kind again within the start-up window: a second start (a quick restart). Further apart, the
     # gap rule decides (a slow start-up may print its kinds seconds apart).
@@ -169,24 +153,13 @@ def _with_run_starts(marked: DataFrame, startup_gap_seconds: int, same_start_sec
                        "_order_ts IS NULL", f"{gap} > {startup_gap_seconds}", f"coalesce({repeated}, false)")
     marked = marked.withColumn("_candidate", F.expr(f"_marker AND {candidate}"))
     # Several markers of one start (config dump, version banner, CREATED) open one run, not three.
-    previous_candidate_ts = f"last(CASE WHEN _candidate THEN _order_ts END, true) OVER ({_BEFORE})"
+    previous_candidate_ts = f"last(CASE WHEN _candidate THEN _order_ts END, true) OVER ({before})"
     starts_run = (f"_candidate AND ({previous_candidate_ts} IS NULL OR _order_ts IS NULL"
                   f" OR CAST(_order_ts AS DOUBLE) - CAST({previous_candidate_ts} AS DOUBLE) > {same_start_seconds})")
-    return marked.withColumn("_starts_run", F.expr(starts_run))
-
-
-def _with_run_numbers(starts: DataFrame) -> DataFrame:
-    """``starts`` (:func:`_with_run_starts`) with ``run_no`` and ``run_id``."""
+    result = marked.withColumn("_starts_run", F.expr(starts_run)).withColumn(
+        "run_no", F.expr(f"CAST(sum(CAST(_starts_run AS INT)) OVER ({order} {so_far}) AS INT)"))
     # A JVM prints on its "main" thread before the first marker (framework banners, "Starting ... with PID");
     # those lines open the next run rather than close the previous one.
-    # Layouts without a thread: the burst of lines right before the marker, after a silence, is the new JVM's.
-    silence = (f"(CAST(_order_ts AS DOUBLE) - CAST(lag(_order_ts) OVER ({_HOST_ORDER}) AS DOUBLE))"
-               f" >= {STARTUP_SILENCE_SECONDS}")
-    # Both running sums in one pass over the host's rows in order.
-    result = starts.withColumns({
-        "run_no": F.expr(f"CAST(sum(CAST(_starts_run AS INT)) OVER ({_HOST_ORDER} {_SO_FAR}) AS INT)"),
-        "_burst": F.expr(f"sum(CAST(coalesce({silence}, true) AS INT)) OVER ({_HOST_ORDER} {_SO_FAR})"),
-    })
     # "The nearest such row after this one" as a running frame over the reversed order: Spark recomputes a frame
     # that ends at UNBOUNDED FOLLOWING for every row (quadratic in a host's lines), a growing one it does not.
     after = ("PARTITION BY host ORDER BY _order_ts DESC NULLS LAST, source DESC, line_no DESC"
@@ -200,6 +173,10 @@ def _with_run_numbers(starts: DataFrame) -> DataFrame:
             f" AND CAST({next_start} AS DOUBLE) - CAST(_order_ts AS DOUBLE) <= {STARTUP_BURST_SECONDS})")
     by_main_thread = _chain("AND", "_main", "NOT _stop", "NOT _starts_run", soon,
                             f"({next_other} IS NULL OR {next_other_row} >= {next_start_row})")
+    # Layouts without a thread: the burst of lines right before the marker, after a silence, is the new JVM's.
+    silence = (f"(CAST(_order_ts AS DOUBLE) - CAST(lag(_order_ts) OVER ({order}) AS DOUBLE))"
+               f" >= {STARTUP_SILENCE_SECONDS}")
+    result = result.withColumn("_burst", F.expr(f"sum(CAST(coalesce({silence}, true) AS INT)) OVER ({order} {so_far})"))
     next_start_burst = f"last(CASE WHEN _starts_run THEN _burst END, true) OVER ({after})"
     by_burst = _chain("AND", "_no_thread", "NOT _starts_run", soon, f"{next_start_burst} = _burst")
     opens_next = f"{by_main_thread} OR coalesce({by_burst}, false)"
@@ -214,28 +191,6 @@ def _with_run_numbers(starts: DataFrame) -> DataFrame:
         f"CASE WHEN _boot AND run_no = 0 AND {host_has_marker} AND NOT {run_in_progress} THEN 1 ELSE run_no END"))
     result = result.withColumn("run_id", F.expr(_RUN_ID))
     return result.drop("_host_has_strong", "_marker", "_starts_run", "_candidate", "_burst")
-
-
-def _numbered(flagged: DataFrame, startup_gap_seconds: int, same_start_seconds: int) -> DataFrame:
-    """``flagged`` (:func:`_with_run_flags`) with ``_order_ts``, ``run_no`` and ``run_id`` (see :func:`tag_runs`)."""
-    starts = _with_run_starts(_with_markers(flagged), startup_gap_seconds, same_start_seconds)
-    return _with_run_numbers(starts)
-
-
-def _numbered_by_markers(flagged: DataFrame, startup_gap_seconds: int, same_start_seconds: int,
-                         held: list[DataFrame] | None = None) -> DataFrame:
-    """:func:`_numbered`, with the windows that decide which markers open a run run on the markers alone.
-
-    Those windows partitioned every row by host and by marker kind and sorted each partition apart; the markers
-    are a handful per start. One shuffle by host serves every window over all rows (each partitions by host, or by
-    host and more), and the markers that open a run are joined back to them. With ``held``, the rows with their
-    markers are computed once and kept until released (both the markers and the rows read them)."""
-    marked = computed_once(_with_markers(flagged.repartition("host")), held)
-    opening = (_with_run_starts(marked.where("_marker"), startup_gap_seconds, same_start_seconds)
-               .where("_starts_run").select("source", "line_no", F.lit(True).alias("_opens")))
-    rows = marked.join(F.broadcast(opening), ["source", "line_no"], "left")
-    starts = rows.withColumn("_starts_run", F.coalesce(F.col("_opens"), F.lit(False))).drop("_opens")
-    return _with_run_numbers(starts)
 
 
 def run_bounds(records: DataFrame) -> DataFrame:
