@@ -55,6 +55,9 @@ class FileSummary:
     first_ts: str | None = None
     last_ts: str | None = None
     unparsed_examples: list[dict] = field(default_factory=list)
+    #: for a file rewritten from a log-platform export: the export's path (``file``), its ``format`` and the
+    #: ``entries`` of this host it holds (``lines`` counts their printed lines; a stack in one entry is several)
+    export: dict | None = None
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -122,7 +125,9 @@ class IngestReport:
             "bundle": self.bundle,
             "totals": self.totals,
             "readability": self.readability(),
-            "files": [{**asdict(f), "accounted": f.accounted} for f in self.files],
+            # ``export`` only on files rewritten from a log-platform export
+            "files": [{**{k: v for k, v in asdict(f).items() if k != "export" or v is not None},
+                       "accounted": f.accounted} for f in self.files],
             "problems": [asdict(p) for p in self.problems],
             "evidence": self.evidence,
         }
@@ -253,6 +258,7 @@ def summarize(bundle: Bundle, parsed: ParsedLogs, records: DataFrame, cache: Par
             first_ts=s["first_ts"] + "Z" if s.get("first_ts") else None,
             last_ts=s["last_ts"] + "Z" if s.get("last_ts") else None,
             unparsed_examples=list(s.get("examples") or []),
+            export=bundle.exported.get(f.source),
         )
         # The file's problems, each once: in the file's summary and, with a detail, in the report's one list
         # (which the CLI, ingest.json's count and the HTML report's table all show as it is).

@@ -166,7 +166,7 @@ class FileResult:
         return self.detected_layout is None
 
 
-def _instant_micros(instant: str) -> str:
+def instant_micros(instant: str) -> str:
     """``2018-10-23T08:27:07.684Z`` -> ``2018-10-23T08:27:07.684000`` (microseconds, as Spark keeps them)."""
     body = instant.rstrip("Z")
     if "." in body:
@@ -186,7 +186,7 @@ def compare(result: FileResult) -> FileResult:
             if rec is None:
                 result.folded += 1
                 result.misses.append(f"line {exp.line}: S line folded into the record above (printed {exp.printed!r})")
-            elif exp.instant and rec.ts == _instant_micros(exp.instant):
+            elif exp.instant and rec.ts == instant_micros(exp.instant):
                 result.ts_read += 1
             else:
                 result.misses.append(f"line {exp.line}: instant {rec.ts or 'none'} != {exp.instant} "

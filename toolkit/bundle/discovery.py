@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 from toolkit.bundle.archives import Extractor, is_archive
+from toolkit.bundle.exports import SNIFF_BYTES, PendingExport, convert_exports, sniff_export
 from toolkit.bundle.files import (flat_name, host_from_file_name, looks_binary, looks_like_log_name, read_head,
                                   spark_readable)
 from toolkit.bundle.gzip_logs import GZIP_MAGIC, read_gzip_head, recover_gzip
@@ -207,6 +208,9 @@ def open_bundle(
                   is_root=(item == root), this_run=this_run)
         else:
             _add_file(bundle, extractor, item, PurePosixPath(item.name), prefix="", inherited_host=None, depth=0)
+    # Exports are rewritten once all are known: an entry repeated by another export is read once.
+    convert_exports(bundle, bundle.pending_exports)
+    bundle.pending_exports.clear()
     return bundle
 
 
@@ -281,7 +285,23 @@ def _add_file(bundle: Bundle, ex: Extractor, path: Path, rel: PurePosixPath, pre
     if looks_binary(head):
         bundle.problems.append(IngestProblem(source, "binary content, not read as a log", f"{size} bytes"))
         return
+    if _may_be_export(head):
+        fmt = sniff_export(read_head(path, SNIFF_BYTES))
+        if fmt is not None:
+            bundle.pending_exports.append(PendingExport(source, path, host, size, fmt))
+            return
     bundle.logs.append(LogFile(source, spark_readable(bundle.work_dir, path, source), host, size))
+
+
+def _may_be_export(head: bytes) -> bool:
+    """Whether a text file's start could be a log-platform export (JSON, or a CSV header): most logs are not."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] == b"{" or (text[:1] == b"[" and text[1:].lstrip()[:1] in (b"{", b"]")):
+        return True  # a JSON object or an array of objects (not Kafka's "[2024-03-07 ...]" head)
+    first = head.split(b"\n", 1)[0]
+    if first.startswith((b"Common labels: ", b"Line limit: ")):  # Grafana's text download
+        return True
+    return b"," in first and not first[:1].isdigit()
 
 
 def _add_gzip(bundle: Bundle, log: LogFile) -> None:
@@ -298,6 +318,11 @@ def _add_gzip(bundle: Bundle, log: LogFile) -> None:
     if looks_binary(checked.head[:8192]):
         bundle.problems.append(IngestProblem(log.source, "binary content, not read as a log", "after gunzip"))
         return
+    if _may_be_export(checked.head):
+        fmt = sniff_export(read_gzip_head(log.local_path, bundle.limits, SNIFF_BYTES).head)
+        if fmt is not None:
+            bundle.pending_exports.append(PendingExport(log.source, log.local_path, log.host, log.size, fmt, gzip=True))
+            return
     readable = spark_readable(bundle.work_dir, log.local_path, log.source, gzip=True)
     bundle.logs.append(LogFile(log.source, readable, log.host, log.size, gzip=True))
 

@@ -59,6 +59,9 @@ class LogFile:
     size: int  # bytes on disk of local_path (compressed bytes for a gzip)
     #: local_path is gzip (its name ends in '.gz', so Spark's reader decompresses it)
     gzip: bool = False
+    #: a log-platform export rewritten for one host (:mod:`toolkit.bundle.exports`): the table that gives each
+    #: line of ``local_path`` the number of its entry in the export, which records take as their ``line_no``
+    entries: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,11 @@ class Bundle:
     skipped_folders: list[str] = field(default_factory=list)
     #: the paths the bundle was opened from, as given (a directory, an archive, or loose files)
     inputs: list[Path] = field(default_factory=list)
+    #: log-platform exports found while walking, rewritten per host once every file is known
+    #: (:class:`toolkit.bundle.exports.PendingExport`)
+    pending_exports: list = field(default_factory=list)
+    #: per log file rewritten from an export (its source): the export's path, format id and entries it holds
+    exported: dict[str, dict] = field(default_factory=dict)
 
     def settings_for(self, host: str) -> HostSettings:
         """Host settings, falling back to the bundle defaults."""

@@ -46,7 +46,7 @@ class Detection:
 def cleaning_of(lines: list[str]) -> frozenset[str]:
     """The clean-up steps ``lines`` show a need for (see :class:`Detection`)."""
     marks = set()
-    if any("\x1b" in ln for ln in lines):
+    if any("\x1b" in ln or "\\u001b" in ln for ln in lines):  # raw, or escaped inside a JSON line
         marks.add(ANSI)
     if any(_PASTE_RE.search(ln) or "\\_" in ln or "\\*" in ln for ln in lines):
         marks.add(PASTE)
@@ -104,6 +104,8 @@ def detect_lines(lines: list[str], cat: Catalogue | None = None, cleaning: froze
     best: list[Detection | None] = [None, None, None]
     for chain in cat.chains:
         stripped = [_strip_chain(ln, chain, cat) for ln in sample] if chain else sample
+        if chain and ANSI in cleaning:  # colour codes a JSON wrapper held escaped are there once it is decoded
+            stripped = [_ANSI_RE.sub("", s) if s is not None and "\x1b" in s else s for s in stripped]
         matched = [s for s in stripped if s is not None]
         if chain and len(matched) < cat.min_wrapper_share * len(sample):
             continue

@@ -262,6 +262,11 @@ def prepared_lines(lines: DataFrame, plan: ReadPlan, cat: Catalogue, line_hosts:
     :data:`LINE_HOST_SETTINGS`): a line whose prefix names a host with its own section is read with that host's
     settings; a line with no prefix, or naming a host without a section, keeps its file's."""
     lines = with_unwrapped(with_clean_text(lines, plan.cleaning), plan.wrappers, cat)
+    if ANSI in plan.cleaning and any(cat.wrappers[w].json_key for w in plan.wrappers):
+        # A JSON wrapper escapes the colour codes of the line it holds ("\u001b[32m"): gone only once decoded.
+        text = F.col("text")
+        lines = lines.withColumn("text", F.when(text.contains("\u001b"), F.regexp_replace(text, ANSI_ESCAPE, ""))
+                                 .otherwise(text))
     if line_hosts is not None:
         lines = lines.join(F.broadcast(line_hosts), ["file_key", "wrap_host"], "left")
         lines = lines.withColumns({name: F.coalesce(F.col(own), F.col(name)) for name, own in LINE_HOST_SETTINGS.items()}
@@ -369,8 +374,9 @@ def _with_time_and_level(lines: DataFrame, ts: Column, *, always_dated: bool = F
     # Parsed in a step of their own: the time, its quality and the clock offset all read them.
     lines = lines.withColumns({"_ts": F.when(starts, ts), "_wts": F.when(starts, wrap_ts), "_dated": F.when(starts, dated)})
     ts, wrap_ts, dated = F.col("_ts"), F.col("_wts"), F.col("_dated")
-    # A wrapper stamp (docker -t, kubectl --timestamps) is exact: prefer it to a borrowed date.
-    ts = F.when(~dated & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
+    # A wrapper stamp (docker -t, kubectl --timestamps) is exact: prefer it to a borrowed date, and take it for a
+    # record start that prints no stamp at all (the JVM's "Exception in thread" line).
+    ts = F.when(~F.coalesce(dated, F.lit(False)) & wrap_ts.isNotNull(), wrap_ts).otherwise(ts)
     quality = (F.when(ts.isNull(), F.lit("missing")).when(dated, F.lit("exact"))
                .when(wrap_ts.isNotNull(), F.lit("wrapper")).otherwise(F.lit("date_inferred")))
     # In microseconds, Spark's own precision: wrapper and JSON stamps print them, and they must survive an offset.

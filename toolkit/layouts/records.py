@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from toolkit import utc
 from toolkit.bundle import Bundle, LogFile
+from toolkit.bundle.exports import INNER_RECORD_BASE
 from toolkit.catalogue.gate import is_candidate
 from toolkit.jvm import plan_for_lines
 from toolkit.layouts.catalogue import JUL_LEVEL_LINE, LOGGER_TRAILER, STACK_LINE, Catalogue, load_layouts
@@ -456,5 +457,28 @@ def _second_pass(spark: SparkSession, bundle: Bundle, cat: Catalogue, readable: 
     records = union_all([part.select(*RECORD_COLUMNS, CANDIDATE_COLUMN) for part in [*dated, records]])
     if redact:
         records = with_own_code(records, {name: redact_text_guarded_col(F.col(name)) for name in ("message", "stack")})
+    records = _numbered_by_entry(spark, records, readable)
     return ParsedLogs(records=records, line_counts=counts, detections=detections, release=first.release)
+
+
+#: Up to this many lines of rewritten exports, their entry numbers are sent to every task of the join.
+BROADCAST_ENTRY_LINES = 2_000_000
+
+
+def _numbered_by_entry(spark: SparkSession, records: DataFrame, files: list[LogFile]) -> DataFrame:
+    """Records of rewritten log-platform exports (:mod:`toolkit.bundle.exports`) numbered by their entry in the
+    export, so evidence points into the file the user has; other records as they are."""
+    tables = [f.entries for f in files if f.entries is not None]
+    if not tables:
+        return records
+    import pyarrow.parquet as pq
+
+    entries = spark.read.parquet(*[str(p.resolve()) for p in tables])
+    if sum(pq.read_metadata(p).num_rows for p in tables) <= BROADCAST_ENTRY_LINES:
+        entries = F.broadcast(entries)
+    number = (F.when(F.col("entry_start"), F.col("entry"))
+              .when(F.col("entry").isNotNull(), F.lit(INNER_RECORD_BASE) + F.col("line_no"))
+              .otherwise(F.col("line_no")))
+    return records.join(entries, ["source", "line_no"], "left").select(
+        *[number.alias("line_no") if name == "line_no" else F.col(name) for name in (*RECORD_COLUMNS, CANDIDATE_COLUMN)])
 
