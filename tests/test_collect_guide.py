@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import configparser
+import json
 import re
+import shlex
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from support import REPO
 from toolkit.knowledge import logger_snippet, missing_evidence_steps, render_guide
 from toolkit.knowledge.collect import (
+    LOG_PLATFORMS,
     PLAYBOOK_PATH,
     SYNTAXES,
     LoggerSpec,
@@ -207,6 +210,152 @@ def test_k8s_adds_the_kubectl_commands():
         assert needle in pods and needle not in plain, needle
 
 
+# --- §log-platform: pods that are gone -------------------------------------------------------------------
+
+
+def guide_section(text: str, name: str) -> str:
+    """The body of ``## §name`` up to the next ``## `` heading (AssertionError when the guide has none)."""
+    match = re.search(rf"^## §{re.escape(name)} .*?(?=^## |\Z)", text, flags=re.M | re.S)
+    assert match, f"no §{name} section"
+    return match.group(0)
+
+
+def platform_section(text: str, platform: str) -> str:
+    """One platform's ``### `` subsection of §log-platform."""
+    section = guide_section(text, "log-platform")
+    title = LOG_PLATFORMS[platform]
+    match = re.search(rf"^### {re.escape(title)}\n.*?(?=^### |\Z)", section, flags=re.M | re.S)
+    assert match, f"§log-platform has no subsection {title!r}"
+    return match.group(0)
+
+
+def shell_commands(section: str, program: str) -> list[list[str]]:
+    """The commands of ``program`` in a section's ``sh`` blocks, split as the shell would (continuation lines
+    joined, comments dropped); a quote left open fails here."""
+    commands = []
+    for body in re.findall(r"```sh\n(.*?)```", section, flags=re.S):
+        for command in re.split(r"(?<!\\)\n(?=\S)", body.replace("\\\n", " ")):
+            words = shlex.split(command, comments=True)
+            if words and words[0] == program:
+                commands.append(words)
+    return commands
+
+
+def flags(words: list[str]) -> dict[str, str]:
+    """``--name=value`` and ``--name value`` options of a command (a bare flag maps to "")."""
+    found, i = {}, 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--") and "=" in word:
+            name, value = word.split("=", 1)
+            found[name] = value
+        elif word.startswith("-") and word not in ("-", "--"):
+            takes_value = i + 1 < len(words) and not words[i + 1].startswith("-") and words[i + 1] != ">"
+            found[word] = words[i + 1] if takes_value else ""
+            i += takes_value
+        i += 1
+    return found
+
+
+PODS_GUIDE = render_guide(None, k8s=True)
+
+
+def test_log_platform_section_comes_with_k8s_only():
+    plain, pods = render_guide("kafka-streams", k8s=False), render_guide("kafka-streams", k8s=True)
+    assert "§log-platform" not in plain and "logcli" not in plain and "filter-log-events" not in plain
+    assert "§log-platform (pods that are gone)" in pods.split("\n## ")[0]  # listed in the intro's sections
+    assert pods.index("## §kubernetes") < pods.index("## §log-platform") < pods.index("## §state")
+    assert "## §log-platform" in render_guide("nifi", k8s=True)
+
+
+def test_log_platform_section_names_every_platform_once():
+    section = guide_section(PODS_GUIDE, "log-platform")
+    headings = re.findall(r"^### (.+)$", section, flags=re.M)
+    assert headings == list(LOG_PLATFORMS.values())
+    for name in ("Elasticsearch", "OpenSearch", "Kibana", "Loki", "logcli", "Grafana Explore", "CloudWatch",
+                 "Logs Insights", "gcloud logging read", "Splunk", "Datadog", "Log Explorer"):
+        assert name in section, name
+
+
+def test_log_platform_section_says_what_to_keep_and_when():
+    section = " ".join(guide_section(PODS_GUIDE, "log-platform").split())  # prose wraps anywhere
+    for needle in ("raw message", "timestamp", "label that names the pod", "before the last clean start", "after the crash",
+                   "newest first", "read once"):
+        assert needle in section, needle
+    assert "`StreamsConfig values:`" in guide_section(render_guide("kafka-streams", k8s=True), "log-platform")
+    nifi = guide_section(render_guide("nifi", k8s=True), "log-platform")
+    assert "`NiFi has started`" in nifi and "StreamsConfig" not in nifi
+
+
+def test_elasticsearch_search_body_is_json_with_window_sort_and_pod_fields():
+    section = platform_section(PODS_GUIDE, "elasticsearch")
+    (curl,) = shell_commands(section, "curl")
+    assert any(word.endswith("/_search") for word in curl)
+    body = json.loads(flags(curl)["-d"])
+    assert body["size"] == 10000 and body["sort"] == [{"@timestamp": "asc"}]
+    assert {"@timestamp", "message", "log", "kubernetes.pod.name", "kubernetes.pod_name"} <= set(body["_source"])
+    (window,) = [f["range"]["@timestamp"] for f in body["query"]["bool"]["filter"] if "range" in f]
+    assert window["gte"] < window["lte"]
+    for needle in ("search_after", "index.max_result_window", "jq -c '.hits.hits[]'", "Discover",
+                   "Share → Export → CSV", "Reporting", "kubernetes.pod.name", "dateFormat:tz"):
+        assert needle in section, needle
+
+
+def test_logcli_exports_jsonl_forward_unlimited_over_the_window():
+    section = platform_section(PODS_GUIDE, "loki")
+    jsonl, raw = shell_commands(section, "logcli")
+    opts = flags(jsonl)
+    assert opts["--output"] == "jsonl" and "--forward" in opts and opts["--limit"] == "0"
+    assert opts["--from"] < opts["--to"] and opts["--from"].endswith("Z")
+    assert re.fullmatch(r'\{namespace="<ns>", pod=~"<pod-prefix>\.\*"\}', jsonl[2]), jsonl[2]
+    assert flags(raw)["--output"] == "raw" and raw[-1] == "<pod>.log"  # the file names the pod
+    for needle in ("`pod`", "`pod_name`", "`instance`", "--analyze-labels", "Download", "json"):
+        assert needle in section, needle
+
+
+def test_cloudwatch_filter_log_events_takes_milliseconds_and_writes_json():
+    section = platform_section(PODS_GUIDE, "cloudwatch")
+    (filter_events,) = shell_commands(section, "aws")
+    assert filter_events[1:3] == ["logs", "filter-log-events"]
+    opts = flags(filter_events)
+    assert opts["--log-group-name"] == "/aws/containerinsights/<cluster>/application" and opts["--output"] == "json"
+    assert opts["--start-time"].endswith("+%s000)") and opts["--end-time"].endswith("+%s000)")  # milliseconds
+    assert "$.kubernetes.pod_name" in opts["--filter-pattern"]
+    for needle in ("kubernetes.pod_name", "logStreamName", "get-log-events", "first page", "--next-token",
+                   "fields @timestamp, @message, @logStream", "Download table", "10,000"):
+        assert needle in section, needle
+
+
+def test_gcloud_read_is_bounded_and_json():
+    section = platform_section(PODS_GUIDE, "gcloud")
+    (read,) = shell_commands(section, "gcloud")
+    assert read[1:3] == ["logging", "read"]
+    log_filter, opts = read[3], flags(read)
+    assert opts["--format"] == "json" and opts["--order"] == "asc"
+    for needle in ('resource.type="k8s_container"', "resource.labels.namespace_name=", "resource.labels.pod_name",
+                   "timestamp>=", "timestamp<="):
+        assert needle in log_filter, needle
+    assert "--freshness=7d" in section and "1 day" in section and "textPayload" in section
+
+
+def test_splunk_export_is_json_over_the_window():
+    section = platform_section(PODS_GUIDE, "splunk")
+    (curl,) = shell_commands(section, "curl")
+    assert any(word.endswith("/services/search/v2/jobs/export") for word in curl)
+    data = [curl[i + 1] for i, word in enumerate(curl) if word in ("-d", "--data-urlencode")]
+    assert "output_mode=json" in data
+    (search,) = [d for d in data if d.startswith("search=search ")]
+    assert "_raw" in search and "_time" in search and "k8s.pod.name" in search
+    assert {d.split("=", 1)[0] for d in data} >= {"earliest_time", "latest_time"}
+    assert "/services/search/jobs/export" in section and "Export → CSV" in section
+
+
+def test_datadog_csv_keeps_the_pod_name_column():
+    section = platform_section(PODS_GUIDE, "datadog")
+    for needle in ("Log Explorer", "Download as CSV", "pod_name", "Host", "kube_namespace:"):
+        assert needle in section, needle
+
+
 def test_each_product_guide_stays_on_its_product():
     kafka, nifi = render_guide("kafka-streams", k8s=False), render_guide("nifi", k8s=False)
     assert "aws dynamodb" not in kafka and "nifi.sh" not in kafka
@@ -247,7 +396,8 @@ def test_main_prints_the_guide(capsys):
     assert main(["--product", "nifi"]) == 0
     assert "aws dynamodb scan" in capsys.readouterr().out
     assert main(["--k8s"]) == 0
-    assert "--previous --timestamps" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--previous --timestamps" in out and "## §log-platform" in out
 
 
 def test_main_snippet_detector_and_out(capsys, tmp_path):

@@ -1,6 +1,7 @@
 """The evidence-collection guide: what to collect after an incident and what to log next time.
 
-``stream-incident collect-guide [--product kafka-streams|nifi] [--k8s]`` prints the guide;
+``stream-incident collect-guide [--product kafka-streams|nifi] [--k8s]`` prints the guide (``--k8s`` adds
+the pod sections: ``kubectl``/``stern`` for pods that still run, the log platform's export for pods that are gone);
 ``playbooks/collecting-evidence.md`` is the same text for both products (written by
 :func:`write_playbook`, checked by a test so the two never drift).  The logger settings come
 from ``loggers.toml`` and are rendered in four syntaxes by :func:`logger_snippet`, so adding a
@@ -282,7 +283,7 @@ def _intro(product: str | None, k8s: bool) -> str:
 def _section_names(product: str | None, k8s: bool) -> list[str]:
     names = ["§logs (the logs you already have)"]
     if k8s:
-        names.append("§kubernetes (pods)")
+        names += ["§kubernetes (pods)", "§log-platform (pods that are gone)"]
     if product in (None, "kafka-streams"):
         names.append("§state (state-directory captures)")
     if product in (None, "nifi"):
@@ -344,6 +345,151 @@ def _kubernetes_section(product: str | None) -> str:
             "kubectl -n <ns> exec <pod> -c <container> -- python3 /tmp/capture.py /var/lib/kafka-streams "
             "--out /tmp/state-<pod>.tar.gz\n"
             "kubectl -n <ns> cp <pod>:/tmp/state-<pod>.tar.gz ./state-<pod>.tar.gz -c <container>"))
+    return "\n".join(out)
+
+
+#: The log platforms of §log-platform, in the order the guide gives them (each a ``### `` heading).
+LOG_PLATFORMS: dict[str, str] = {
+    "elasticsearch": "Elasticsearch / OpenSearch (Kibana, OpenSearch Dashboards)",
+    "loki": "Grafana Loki",
+    "cloudwatch": "AWS CloudWatch Logs",
+    "gcloud": "Google Cloud Logging",
+    "splunk": "Splunk",
+    "datadog": "Datadog",
+}
+
+#: The window every example of §log-platform uses: from before the last clean start to after the crash.
+_FROM, _TO = "2026-03-07T08:00:00Z", "2026-03-07T12:00:00Z"
+
+
+def _start_marker(product: str | None) -> str:
+    markers = {"kafka-streams": "`StreamsConfig values:`", "nifi": "`NiFi has started`"}
+    if product:
+        return markers[product]
+    return " or ".join(markers.values())
+
+
+def _log_platform_section(product: str | None) -> str:
+    out = ["## §log-platform — pods that are gone: their logs from the log platform\n"]
+    out.append(
+        "`kubectl logs` reads only pods that still exist, and `--previous` only their last restart. A pod that was\n"
+        "deleted, evicted or rescheduled is left only in the log platform the cluster ships to: export its lines\n"
+        "from there and put the files in the bundle (at the top, or in any folder). Each export is recognised by\n"
+        "its content, whatever its name, and each line goes to the pod the platform's labels name.\n")
+    out.append(
+        "**What to export.** Every pod of the application, not only the one that failed, over one time range on\n"
+        f"every platform: from **before the last clean start** of each pod (its {_start_marker(product)} line)\n"
+        "to **after the crash** (a few minutes past the last restart). Keep three things per line: the **raw\n"
+        "message** as the application printed it, the platform's **timestamp**, and the **label that names the\n"
+        "pod**. Files may be newest first, split by time and overlap: a line found twice is read once. The\n"
+        f"examples take the window `{_FROM}` to `{_TO}`: put yours in its place, in UTC (`Z`).\n")
+
+    out.append(f"### {LOG_PLATFORMS['elasticsearch']}\n")
+    out.append(
+        "Pod label: `kubernetes.pod.name` (Filebeat, Elastic Agent), `kubernetes.pod_name` (Fluent Bit, Fluentd),\n"
+        "else `host.name`/`host`; message: `message` (Filebeat, Logstash) or `log` (Fluent Bit). A `_search` response\n"
+        "keeps them; `size` stops at 10,000 hits (`index.max_result_window`): split the window, or page on with\n"
+        "`\"search_after\": [<sort value of the last hit>]` into further files:\n")
+    out.append(_fence(
+        "curl -s -u \"$ES_USER\" -H 'Content-Type: application/json' \\\n"
+        "  'https://<es-host>:9200/<index-pattern>/_search' -d '{\n"
+        '  "size": 10000,\n'
+        '  "sort": [{"@timestamp": "asc"}],\n'
+        '  "_source": ["@timestamp", "message", "log", "kubernetes.pod.name", "kubernetes.pod_name", "host.name"],\n'
+        '  "query": {"bool": {"filter": [\n'
+        f'    {{"range": {{"@timestamp": {{"gte": "{_FROM}", "lte": "{_TO}"}}}}}},\n'
+        '    {"term": {"kubernetes.namespace": "<ns>"}},\n'
+        '    {"prefix": {"kubernetes.pod.name": "<pod-prefix>"}}]}}}\' > es-<pod-prefix>.json\n'
+        "# a large result as one hit per line (NDJSON, read as a stream):\n"
+        "jq -c '.hits.hits[]' es-<pod-prefix>.json > es-<pod-prefix>.ndjson"))
+    out.append(
+        "Under Fluent Bit's names filter on `kubernetes.namespace_name` and `kubernetes.pod_name` (`.keyword` with\n"
+        "dynamic mappings). **Kibana / OpenSearch Dashboards Discover:** set the absolute time range, query\n"
+        "`kubernetes.namespace : \"<ns>\" and kubernetes.pod.name : <pod-prefix>*`, add the columns `message` (or\n"
+        "`log`) and `kubernetes.pod.name`, then Kibana **Share → Export → CSV** (older: *CSV Reports → Generate\n"
+        "CSV*; the file is in *Stack Management → Reporting*), OpenSearch Dashboards **Reporting → Download CSV**\n"
+        "(10,000 rows by default). Kibana writes `@timestamp` in the browser's zone (advanced setting\n"
+        "`dateFormat:tz`) without naming it; it fills in only for lines without their own stamp, read in the host's\n"
+        "zone from `bundle.toml`.\n")
+
+    out.append(f"### {LOG_PLATFORMS['loki']}\n")
+    out.append(
+        "Pod label: `pod` (Promtail, Grafana Alloy), `pod_name` (Fluent Bit's Loki output), `k8s_pod_name` (OTLP),\n"
+        "else `instance` or `host`; `logcli series '{namespace=\"<ns>\"}' --analyze-labels --from=... --to=...` shows\n"
+        "which your streams carry. `--output=jsonl` keeps the labels, the line and Loki's timestamp; `--forward`\n"
+        "reads oldest first; `--limit` defaults to 30 lines (`--limit=0` is all, in `--batch` sized requests):\n")
+    out.append(_fence(
+        "logcli query '{namespace=\"<ns>\", pod=~\"<pod-prefix>.*\"}' \\\n"
+        f"  --from=\"{_FROM}\" --to=\"{_TO}\" --timezone=UTC \\\n"
+        "  --forward --limit=0 --batch=5000 --output=jsonl --quiet > loki-<pod-prefix>.jsonl\n"
+        "# --output=raw keeps only the lines: one query per pod, the file named after the pod\n"
+        "logcli query '{namespace=\"<ns>\", pod=\"<pod>\"}' \\\n"
+        f"  --from=\"{_FROM}\" --to=\"{_TO}\" --forward --limit=0 --output=raw --quiet > <pod>.log"))
+    out.append(
+        "Without `logcli`, **Grafana Explore**: the same query over the absolute range, the query option *Line\n"
+        "limit* raised above the window's line count (1000 by default), then the logs panel's **Download → json**\n"
+        "(it keeps the labels; `txt` drops them).\n")
+
+    out.append(f"### {LOG_PLATFORMS['cloudwatch']}\n")
+    out.append(
+        "Container Insights' Fluent Bit writes to `/aws/containerinsights/<cluster>/application`, one stream per\n"
+        "container named after the node and the container's log file; each event's message is Fluent Bit's record,\n"
+        "whose `kubernetes.pod_name` names the pod (else the `logStreamName`, else the file name). The CLI reads\n"
+        "every page and writes one JSON document; times are epoch **milliseconds**:\n")
+    out.append(_fence(
+        "aws logs filter-log-events --log-group-name /aws/containerinsights/<cluster>/application \\\n"
+        f"  --start-time \"$(date -d {_FROM} +%s000)\" --end-time \"$(date -d {_TO} +%s000)\" \\\n"
+        "  --filter-pattern '{ $.kubernetes.namespace_name = \"<ns>\" && $.kubernetes.pod_name = \"<pod-prefix>*\" }' \\\n"
+        "  --output json > cloudwatch-<pod-prefix>.json\n"
+        "# only some streams: add --log-stream-names <stream> ..."))
+    out.append(
+        "`aws logs get-log-events` (one stream) is read too, but the CLI returns only its first page (1 MB or\n"
+        "10,000 events; `--next-token` for the next), and its events carry no stream name: name the file after\n"
+        "the pod. **Logs Insights** (console): run the query below over the window, then **Export results →\n"
+        "Download table (CSV)**. A query returns at most 10,000 rows: split the window if it is reached.\n")
+    out.append(_fence(
+        "fields @timestamp, @message, @logStream, kubernetes.pod_name\n"
+        "| filter kubernetes.namespace_name = \"<ns>\" and kubernetes.pod_name like /^<pod-prefix>/\n"
+        "| sort @timestamp asc\n"
+        "| limit 10000", "text"))
+
+    out.append(f"### {LOG_PLATFORMS['gcloud']}\n")
+    out.append(
+        "GKE container logs (`resource.type=\"k8s_container\"`) name the pod in `resource.labels.pod_name`; the\n"
+        "line is `textPayload`, or `jsonPayload.message` for JSON lines. Bound the window in the filter: without\n"
+        "`timestamp` bounds `gcloud logging read` returns only what `--freshness` allows (1 day by default), newest\n"
+        "first, and a pod gone for longer needs `--freshness=7d`:\n")
+    out.append(_fence(
+        "gcloud logging read 'resource.type=\"k8s_container\" AND resource.labels.namespace_name=\"<ns>\"\n"
+        "  AND resource.labels.pod_name:\"<pod-prefix>\"\n"
+        f"  AND timestamp>=\"{_FROM}\" AND timestamp<=\"{_TO}\"' \\\n"
+        "  --project=<project> --order=asc --format=json > gcloud-<pod-prefix>.json\n"
+        "# or without timestamp bounds: newest first (--order=desc, the default) and --freshness=7d\n"
+        "# a large result as one entry per line (read as a stream):\n"
+        "jq -c '.[]' gcloud-<pod-prefix>.json > gcloud-<pod-prefix>.jsonl"))
+
+    out.append(f"### {LOG_PLATFORMS['splunk']}\n")
+    out.append(
+        "The line is `_raw`, the time `_time`; the pod is `k8s.pod.name` (Splunk OpenTelemetry Collector) or `pod`\n"
+        "(Splunk Connect for Kubernetes), else `host`. The export endpoint streams one JSON result per line\n"
+        "(`/services/search/jobs/export` before Splunk 9.0.1; Splunk Cloud needs the REST API enabled); times are\n"
+        "epoch seconds:\n")
+    out.append(_fence(
+        "curl -sk -u \"$SPLUNK_USER\" https://<splunk-host>:8089/services/search/v2/jobs/export \\\n"
+        "  --data-urlencode 'search=search index=<index> (k8s.pod.name=\"<pod-prefix>*\" OR pod=\"<pod-prefix>*\")\n"
+        "    | fields _time host source k8s.pod.name pod _raw' \\\n"
+        f"  -d earliest_time=\"$(date -d {_FROM} +%s)\" -d latest_time=\"$(date -d {_TO} +%s)\" \\\n"
+        "  -d output_mode=json > splunk-<pod-prefix>.json"))
+    out.append(
+        "In Splunk Web: the same search ending in `| table _time host k8s.pod.name pod _raw`, then **Export → CSV**\n"
+        "with *Number of results* unlimited.\n")
+
+    out.append(f"### {LOG_PLATFORMS['datadog']}\n")
+    out.append(
+        "In the **Log Explorer**: the query `kube_namespace:<ns> pod_name:<pod-prefix>*` over the absolute window,\n"
+        "the columns *Date*, *Host*, the message (*Content*) and `pod_name` (a log's tag → *Add column*), then\n"
+        "**Download as CSV** with a row count that covers the window (split the window if the cap is reached). On\n"
+        "Kubernetes *Host* is the node, not the pod: keep the `pod_name` column.\n")
     return "\n".join(out)
 
 
@@ -473,13 +619,14 @@ def render_guide(product: str | None, k8s: bool) -> str:
     """The collection guide as Markdown.
 
     ``product`` is ``kafka-streams``, ``nifi`` or ``None`` for both; ``k8s`` adds the
-    ``kubectl``/``stern`` commands (§kubernetes) for applications that run in pods.
+    ``kubectl``/``stern`` commands (§kubernetes) for applications that run in pods, and the exports of
+    the log platform for pods that are gone (§log-platform, one subsection per :data:`LOG_PLATFORMS`).
     """
     if product is not None and product not in PRODUCTS:
         raise ValueError(f"unknown product {product!r}; use one of {', '.join(PRODUCTS)}")
     parts = [_intro(product, k8s), _logs_section(product)]
     if k8s:
-        parts.append(_kubernetes_section(product))
+        parts += [_kubernetes_section(product), _log_platform_section(product)]
     if product in (None, "kafka-streams"):
         parts.append(_state_section())
     if product in (None, "nifi"):
@@ -517,7 +664,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         prog="stream-incident collect-guide",
         description="Print what to collect after a state/checkpoint incident and what to log next time.")
     p.add_argument("--product", choices=PRODUCTS, help="only this product (default: both)")
-    p.add_argument("--k8s", action="store_true", help="add the kubectl/stern commands for pods")
+    p.add_argument("--k8s", action="store_true",
+                   help="add the kubectl/stern commands for pods, and the log platform's exports for pods that are gone")
     p.add_argument("--detector", help="print only the missing-evidence steps of this detector id")
     p.add_argument("--snippet", choices=tuple(SYNTAXES),
                    help="print only the logger snippet in this syntax (for --product, or --detector)")
