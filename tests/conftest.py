@@ -242,10 +242,10 @@ def eos_explore(tmp_path_factory):
     """``notebooks/explore.ipynb`` (the Explorer) run headless through papermill on the EOS sample."""
     import nbformat
 
-    from toolkit import report
+    from support.notebooks import run_notebook_watched
 
     out = tmp_path_factory.mktemp("eos-explore")
     notebook = REPO / "notebooks" / "explore.ipynb"
-    executed = report.execute_notebook(notebook, out / notebook.name,
-                                       {"bundle": str(EOS_SAMPLE), "out_dir": str(out / "out")}, cwd=out)
+    executed = run_notebook_watched(notebook, out / notebook.name,
+                                    {"bundle": str(EOS_SAMPLE), "out_dir": str(out / "out")}, cwd=out)
     return SimpleNamespace(notebook=nbformat.read(str(executed), as_version=4), out_dir=out / "out")

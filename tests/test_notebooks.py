@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from support import REPO
+from support.notebooks import run_notebook_watched
 from toolkit import report
 from toolkit.options import AnalysisOptions
 
@@ -72,7 +73,7 @@ def test_good_parameters_are_normalised(tmp_path):
 
 
 def _run(notebook: Path, out: Path, **parameters) -> nbformat.NotebookNode:
-    executed = report.execute_notebook(notebook, out / notebook.name, parameters, cwd=out)
+    executed = run_notebook_watched(notebook, out / notebook.name, parameters, cwd=out)
     return nbformat.read(str(executed), as_version=4)
 
 
