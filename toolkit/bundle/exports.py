@@ -25,7 +25,7 @@ import sys
 import tomllib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cache
 from importlib import resources
@@ -75,7 +75,6 @@ class ExportFormat:
     detect_none: tuple[str, ...] = ()
     detect_prefix: tuple[str, ...] = ()
     naive_zone: str = "UTC"
-    newest_first: bool = False
     #: what orders entries of one instant: a number the shipper kept (Filebeat's byte offset in the log file) ...
     tie_break: tuple[str, ...] = ()
     #: ... else the file's order, which a newest-first file keeps for ties unless this is set (a search sorted
@@ -120,7 +119,6 @@ def load_export_formats() -> ExportCatalogue:
             detect_none=tuple(item.get("detect_none", ())), detect_prefix=tuple(item.get("detect_prefix", ())),
             naive_zone=item.get("naive_zone", "UTC"), tie_break=tuple(item.get("tie_break", ())),
             ties_in_file_order=item.get("ties") == "file-order",
-            newest_first=item.get("order") == "newest-first",
         )
         for item in data["export"]
     )
@@ -252,7 +250,6 @@ class _Tally:
     no_message: int = 0
     no_host: int = 0
     duplicates: int = 0
-    hosts: set[str] = field(default_factory=set)
 
 
 def _open_text(path: Path, gzipped: bool) -> io.TextIOBase:
@@ -312,8 +309,6 @@ def _grafana_text_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally)
                     found = _loads(line[len("Common labels: "):])
                     labels = found if isinstance(found, dict) else {}
                     host = _host_of(fmt, labels, None)
-                    if host is not None:
-                        tally.hosts.add(host)
                 continue
             tally.not_entries += 1
             yield Entry(number, None, None, line)
@@ -378,8 +373,6 @@ def _entry(fmt: ExportFormat, number: int, obj: dict, tally: _Tally) -> Entry:
     host = _host_of(fmt, fields, inner)
     if host is None:
         tally.no_host += 1
-    else:
-        tally.hosts.add(host)
     stamp = next((v for v in (lookup(fields, key) for key in fmt.shipped) if v is not None), None)
     # A stamp without a zone that the platform rendered in a viewer's zone stays naive here (see _resolve_naive).
     zone = None if fmt.naive_zone == "host" else timezone.utc

@@ -59,14 +59,20 @@ def _blank() -> Column:
     return F.lit(None).cast("string")
 
 
+def _without_colour_codes(lines: DataFrame) -> DataFrame:
+    """``text`` without ANSI colour codes (the regex runs only on lines holding an escape character)."""
+    text = F.col("text")
+    return lines.withColumn("text", F.when(text.contains("\u001b"), F.regexp_replace(text, ANSI_ESCAPE, ""))
+                            .otherwise(text))
+
+
 def with_clean_text(lines: DataFrame, cleaning: frozenset[str]) -> DataFrame:
     """Add ``text``: the raw line (``value``) without the colour codes and paste markup its file carries (see
     :class:`ReadPlan`). Each step is a column of its own, so a step reads the one before once."""
     lines = lines.withColumn("text", F.col("value"))
     text = F.col("text")
     if ANSI in cleaning:
-        lines = lines.withColumn("text", F.when(text.contains("\u001b"), F.regexp_replace(text, ANSI_ESCAPE, ""))
-                                 .otherwise(text))
+        lines = _without_colour_codes(lines)
     if PASTE in cleaning:
         # Paste markup sits only at a line's start or end (see PASTE_MARKUP): test those characters, not the line.
         pasted = text.startswith("`") | text.endswith("`")
@@ -264,9 +270,7 @@ def prepared_lines(lines: DataFrame, plan: ReadPlan, cat: Catalogue, line_hosts:
     lines = with_unwrapped(with_clean_text(lines, plan.cleaning), plan.wrappers, cat)
     if ANSI in plan.cleaning and any(cat.wrappers[w].json_key for w in plan.wrappers):
         # A JSON wrapper escapes the colour codes of the line it holds ("\u001b[32m"): gone only once decoded.
-        text = F.col("text")
-        lines = lines.withColumn("text", F.when(text.contains("\u001b"), F.regexp_replace(text, ANSI_ESCAPE, ""))
-                                 .otherwise(text))
+        lines = _without_colour_codes(lines)
     if line_hosts is not None:
         lines = lines.join(F.broadcast(line_hosts), ["file_key", "wrap_host"], "left")
         lines = lines.withColumns({name: F.coalesce(F.col(own), F.col(name)) for name, own in LINE_HOST_SETTINGS.items()}
