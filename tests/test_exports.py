@@ -187,12 +187,12 @@ def test_a_fluent_bit_record_in_a_cloudwatch_message_gives_line_and_pod(tmp_path
 
 def test_a_container_log_path_names_its_pod():
     fmt = formats_by_id()["shipper-ndjson"]
-    from toolkit.bundle.exports import _Tally, _entry
+    from toolkit.bundle.exports import Tally, _entry
 
     source = {"@timestamp": "2024-03-07T13:02:11.412Z", "message": RUNNING,
               "log": {"file": {"path": "/var/log/containers/orders-agg-6_streams_app-" + "0f" * 32 + ".log"}},
               "agent": {"type": "filebeat"}}
-    entry = _entry(fmt, 1, source, _Tally())
+    entry = _entry(fmt, 1, source, Tally())
     assert entry.host == "orders-agg-6"
     assert entry.shipped == datetime(2024, 3, 7, 13, 2, 11, 412000, tzinfo=timezone.utc)
 
@@ -317,3 +317,92 @@ def test_the_entry_table_marks_where_each_entry_starts(tmp_path):
     (log,) = open_bundle(bundle_dir, tmp_path / "work").logs
     assert [(r["line_no"], r["entry"], r["entry_start"]) for r in pq.read_table(log.entries).to_pylist()] == [
         (1, 1, True), (2, 1, False), (3, 1, False), (4, 2, True)]
+
+
+def test_an_export_sorted_in_many_runs_is_rewritten_as_in_one(tmp_path, monkeypatch):
+    """Exports larger than the driver holds are sorted in runs and merged: the files are the same as when one
+    run holds everything (newest-first files, an overlap, lines that are no entries, several pods)."""
+    import toolkit.bundle.export_rewrite as rewrite
+
+    bundle_dir = tmp_path / "bundle"
+    bundle_dir.mkdir()
+    rows = [loki(f"orders-agg-{n % 3}", f"2024-03-07T14:{n // 60:02d}:{n % 60:02d}.{n % 7:03d}000000+01:00",
+                 [RUNNING, REVOKED, ERROR, *STACK][n % 5]) for n in range(400)]
+    (bundle_dir / "a.jsonl").write_text("\n".join(rows[::-1][:250] + ["no entry"] + rows[::-1][250:]) + "\n",
+                                        encoding="utf-8")
+    (bundle_dir / "b.jsonl").write_text("\n".join(rows[::-1][100:300]) + "\n", encoding="utf-8")
+
+    def rewritten(work: str) -> tuple:
+        bundle = open_bundle(bundle_dir, tmp_path / work)
+        return ([(f.source, f.local_path.read_bytes(), pq.read_table(f.entries).to_pylist()) for f in bundle.logs],
+                [(p.source, p.problem) for p in bundle.problems])
+
+    whole = rewritten("whole")
+    runs = []
+    write_run = rewrite._write_run
+    monkeypatch.setattr(rewrite, "_write_run", lambda run, path: runs.append(path) or write_run(run, path))
+    monkeypatch.setattr(rewrite, "RUN_BYTES", 2000)
+    monkeypatch.setattr(rewrite, "_NUMBER_BATCH", 7)
+    monkeypatch.setattr(rewrite._Spilling, "BATCH", 3)
+    assert rewritten("in-runs") == whole
+    assert len(runs) > 20
+    assert whole[1] == [("a.jsonl", "1 of 401 lines are not Grafana Loki (logcli query --output=jsonl) entries: "
+                                    "read as plain lines"),
+                        ("b.jsonl", "200 of 200 entries are also in an export read before (same platform, host, "
+                                    "time and line): read once")]
+
+
+def test_an_entry_repeated_in_a_later_export_drops_its_first_occurrences(tmp_path):
+    """A later file holding an entry more often than an earlier one keeps the surplus: its last occurrences (the
+    first ones are those the earlier file already gave)."""
+    bundle_dir = tmp_path / "bundle"
+    bundle_dir.mkdir()
+    frame = loki("orders-agg-1", "2024-03-07T14:02:10.101000000+01:00", STACK[1])
+    (bundle_dir / "a.jsonl").write_text(frame + "\n", encoding="utf-8")
+    (bundle_dir / "b.jsonl").write_text("\n".join([frame, frame, loki("orders-agg-1", "2024-03-07T14:02:11.412000000"
+                                                                      "+01:00", RUNNING)]) + "\n", encoding="utf-8")
+    bundle = open_bundle(bundle_dir, tmp_path / "work")
+    logs = {f.source: f for f in bundle.logs}
+    assert [w["entry"] for w in lines_of(logs["b.jsonl#orders-agg-1"].local_path)] == [2, 3]
+    assert [p.problem for p in bundle.problems] == [
+        "1 of 3 entries are also in an export read before (same platform, host, time and line): read once"]
+
+
+def test_a_rerun_links_the_exports_an_earlier_run_rewrote(tmp_path, monkeypatch):
+    """With the parse cache's exports folder, the same exports are not read again: the rewritten logs, problem
+    rows and entry counts come from the kept copy; a changed export is rewritten."""
+    import toolkit.bundle.export_rewrite as rewrite
+    from toolkit import cache_admin
+    from toolkit.cache import ParseCache
+
+    bundle_dir = tmp_path / "bundle"
+    bundle_dir.mkdir()
+    write_newest_first_loki_query(bundle_dir / "query.jsonl")
+    (bundle_dir / "again.jsonl").write_text(loki("orders-agg-2", "2024-03-07T14:02:09.000000000+01:00", REVOKED)
+                                            + "\nnot an entry\n", encoding="utf-8")
+    cache = ParseCache(tmp_path / "cache")
+
+    def opened(work: str) -> tuple:
+        bundle = open_bundle(bundle_dir, tmp_path / work, export_cache=cache.root / "exports")
+        return ([(f.source, f.host, f.size, f.local_path.read_bytes(), pq.read_table(f.entries).to_pylist())
+                 for f in bundle.logs], [(p.source, p.problem, p.detail) for p in bundle.problems], bundle.exported)
+
+    first = opened("first")
+    assert [(e.kind, e.complete) for e in cache_admin.entries(cache)] == [("exports", True)]
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("an export was read again")
+
+    monkeypatch.setattr(rewrite, "_read", no_read)
+    assert opened("second") == first
+    monkeypatch.undo()
+
+    write_newest_first_loki_query(bundle_dir / "query.jsonl")  # the same content again: still kept
+    assert opened("third") == first
+    (bundle_dir / "query.jsonl").write_text(loki("orders-agg-1", "2024-03-07T14:02:11.412000000+01:00", RUNNING)
+                                            + "\n", encoding="utf-8")
+    changed = opened("fourth")
+    assert [f[0] for f in changed[0]] == ["again.jsonl#orders-agg-2", "again.jsonl#unknown-host",
+                                         "query.jsonl#orders-agg-1"]
+    assert len(cache_admin.entries(cache)) == 2
+    assert opened("fifth") == changed

@@ -9,7 +9,9 @@ every bundle its derived tables, and a new toolkit version keys everything afres
   interrupted run and is never read;
 * **derived**: the events or timeline tables of one set of files (``derived/D/``; a ``.tmp`` folder is
   one being built, or the leftover of a run that stopped while building it);
-* **digest**: one remembered content digest (``digests/``), a few hundred bytes.
+* **digest**: one remembered content digest (``digests/``), a few hundred bytes;
+* **exports**: the log-platform exports of one format rewritten as runtime logs (``exports/E/``,
+  :mod:`toolkit.bundle.export_cache`; a ``.tmp`` folder is one being kept, or a leftover).
 
 Each entry's last use is a file's modification time, set again whenever a run reads the entry, so pruning
 by age or size keeps what recent runs used. Removing any entry is safe: a later run parses or derives
@@ -34,9 +36,11 @@ from typing import Callable, Iterable
 
 import humanfriendly
 
+from toolkit.bundle.export_cache import CACHE_FOLDER as EXPORTS_FOLDER
+from toolkit.bundle.export_cache import COMPLETE as EXPORTS_COMPLETE
 from toolkit.cache import COMPLETE_MARKER, KEY_COLUMN, ParseCache, remove_path
 
-KINDS = ("records", "derived", "digest")
+KINDS = ("records", "derived", "digest", "exports")
 #: The size a run keeps the cache within (a size such as ``20GB``, or ``none`` to let it grow).
 MAX_SIZE_ENV = "STREAM_INCIDENT_CACHE_MAX_SIZE"
 DEFAULT_MAX_SIZE = "10GB"
@@ -101,6 +105,12 @@ def entries(cache: ParseCache) -> list[CacheEntry]:
         marker = folder / COMPLETE_MARKER
         complete = marker.is_file() and not folder.name.endswith(".tmp")
         found.append(CacheEntry("derived", folder.name, (marker, folder) if complete else (folder,), _size(folder),
+                                _mtime(marker) if complete else _mtime(folder), complete))
+    rewritten = cache.root / EXPORTS_FOLDER
+    for folder in sorted(rewritten.iterdir()) if rewritten.is_dir() else []:
+        marker = folder / EXPORTS_COMPLETE
+        complete = marker.is_file() and not folder.name.endswith(".tmp")
+        found.append(CacheEntry("exports", folder.name, (marker, folder) if complete else (folder,), _size(folder),
                                 _mtime(marker) if complete else _mtime(folder), complete))
     digests = cache.digests.root
     for memo in sorted(digests.glob("*.json")) if digests.is_dir() else []:

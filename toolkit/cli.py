@@ -72,12 +72,13 @@ NUMERIC = {"lines", "records", "cont.", "unparsed", "count"}
 
 
 def open_command_bundle(bundle: str | Path | Sequence[str | Path], out: str | Path, work_dir: str | Path | None,
-                        log_timezone: str | None, say: Callable[[str], None]):
+                        log_timezone: str | None, say: Callable[[str], None], export_cache: Path | None = None):
     """Open a command's bundle before Spark starts, so a wrong path, ``bundle.toml`` or ``--timezone`` fails
     in a second, not a minute: an unusable bundle raises :class:`UsageError` (exit code 2, one sentence).
 
     Every command that analyses a bundle opens it here (``parse``, ``timeline``, ``catalogue``, ``detect``);
-    archives are extracted into ``work_dir`` (default ``OUT/work``).
+    archives are extracted into ``work_dir`` (default ``OUT/work``); log-platform exports rewritten by an earlier
+    run are taken from ``export_cache`` (:meth:`toolkit.options.AnalysisOptions.export_cache_dir`).
     """
     from toolkit.bundle import BundleError, open_bundle
 
@@ -85,7 +86,8 @@ def open_command_bundle(bundle: str | Path | Sequence[str | Path], out: str | Pa
         raise UsageError(f"output directory {out} is a file")
     say("discovering files")
     try:
-        opened = open_bundle(bundle, work_dir or Path(out) / "work", timezone=log_timezone, out_dir=out)
+        opened = open_bundle(bundle, work_dir or Path(out) / "work", timezone=log_timezone, out_dir=out,
+                             export_cache=export_cache)
     except BundleError as exc:
         raise UsageError(str(exc)) from exc
     empty = nothing_to_read(opened)
@@ -110,7 +112,8 @@ def nothing_to_read(bundle) -> str | None:
 
 
 def _open_bundle(args: argparse.Namespace, say: Callable[[str], None]):
-    return open_command_bundle(args.bundle, args.out, args.work_dir, args.log_timezone, say)
+    return open_command_bundle(args.bundle, args.out, args.work_dir, args.log_timezone, say,
+                               options_from_args(args).export_cache_dir())
 
 
 def _hosts_cell(hosts: list[str], shown: int = 3) -> str:
@@ -168,7 +171,8 @@ def analyse_from_args(args: argparse.Namespace, out: str | Path | None = None):
 
     out = out or args.out
     say = _progress(not args.quiet)
-    bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say)
+    bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say,
+                                 options_from_args(args).export_cache_dir())
     spark = _spark(args)
     say("Spark session ready")
     return analyse(spark, bundle, out, options_from_args(args), progress=say)

@@ -83,7 +83,8 @@ def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any
                          f"{', '.join(registered_detectors())}")
     with tempfile.TemporaryDirectory(prefix="stream-incident-detect-") as scratch:
         out = Path(args.out) if args.out else Path(scratch)
-        bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say)
+        bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say,
+                                     options.export_cache_dir())
         spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
         say("Spark session ready")
         inv = run_pipeline(spark, bundle, out, options, progress=say)

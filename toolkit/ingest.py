@@ -21,6 +21,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from toolkit import utc
 from toolkit.bundle import Bundle, IngestProblem, mark_output_dir, open_bundle
+from toolkit.bundle.export_cache import CACHE_FOLDER
 from toolkit.bundle.settings import BUNDLE_TOML, unmatched_host_sections
 from toolkit.cache import KEY_COLUMN, CachedFile, ParseCache, line_hosts_identity
 from toolkit.jvm import LONG_LINE_CHARS, plan_for_lines
@@ -442,7 +443,8 @@ def parse_bundle(
     out = mark_output_dir(out_dir)
     if not isinstance(bundle, Bundle):
         say("discovering files")
-        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone, out_dir=out)
+        bundle = open_bundle(bundle, work_dir or out / "work", timezone=timezone, out_dir=out,
+                             export_cache=cache.root / CACHE_FOLDER if cache else None)
     if bundle.skipped_folders:
         say(f"not read as evidence, folders stream-incident wrote: {', '.join(bundle.skipped_folders)}")
     parsed, keys, derived_inputs = _parse_with_cache(spark, bundle, cache, say, redact) if cache else (None, {}, [])

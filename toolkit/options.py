@@ -53,6 +53,15 @@ class AnalysisOptions:
 
         return ParseCache(self.cache_dir)
 
+    def export_cache_dir(self) -> Path | None:
+        """Where rewritten log-platform exports are kept (inside the parse cache), or None with the cache off."""
+        if not self.use_cache:
+            return None
+        from toolkit.bundle.export_cache import CACHE_FOLDER
+        from toolkit.shipped import default_cache_dir
+
+        return (self.cache_dir or default_cache_dir()) / CACHE_FOLDER
+
     def as_parameters(self) -> dict[str, Any]:
         """The options as notebook parameters (plain JSON values; see ``notebooks/incident_report.ipynb``)."""
         return {"log_timezone": self.log_timezone, "work_dir": str(self.work_dir) if self.work_dir else None,

@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, Iterator
 
 from toolkit.bundle.archives import Extractor, is_archive
-from toolkit.bundle.exports import SNIFF_BYTES, PendingExport, convert_exports, sniff_export
+from toolkit.bundle.export_rewrite import convert_exports
+from toolkit.bundle.exports import SNIFF_BYTES, PendingExport, sniff_export
 from toolkit.bundle.files import (flat_name, host_from_file_name, looks_binary, looks_like_log_name, read_head,
                                   spark_readable)
 from toolkit.bundle.gzip_logs import GZIP_MAGIC, read_gzip_head, recover_gzip
@@ -177,6 +178,7 @@ def open_bundle(
     timezone: str | None = None,
     limits: Limits = Limits(),
     out_dir: Path | str | None = None,
+    export_cache: Path | str | None = None,
 ) -> Bundle:
     """Discover the evidence in a bundle (directory, archive, or loose files).
 
@@ -185,6 +187,8 @@ def open_bundle(
     ``out_dir``: the running command's output folder, never read as evidence (nor is ``work_dir``, nor
     any folder an earlier run wrote: :func:`own_folder`); each such folder inside the bundle is a
     problem row that says it was skipped.
+    ``export_cache``: where log-platform exports rewritten by earlier runs are kept (the parse cache's
+    ``exports`` folder; None: every export is rewritten).
     Raises :class:`BundleError` only when the bundle as a whole is unusable (nothing exists at the
     path, invalid ``bundle.toml``); everything else becomes a problem row.
     """
@@ -209,7 +213,7 @@ def open_bundle(
         else:
             _add_file(bundle, extractor, item, PurePosixPath(item.name), prefix="", inherited_host=None, depth=0)
     # Exports are rewritten once all are known: an entry repeated by another export is read once.
-    convert_exports(bundle, bundle.pending_exports)
+    convert_exports(bundle, bundle.pending_exports, Path(export_cache) if export_cache else None)
     bundle.pending_exports.clear()
     return bundle
 

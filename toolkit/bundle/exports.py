@@ -10,8 +10,9 @@ per line must follow its record); an entry that appears again, in the same file 
 bundle, is read once. Every rewritten file has a small table of its lines' entry numbers, so records and
 evidence point into the export (``file#host:entry``) rather than into the rewritten file.
 
-JSON-lines and CSV exports are streamed; a JSON document is read whole on the driver within the same limits
-as JSON state evidence (256 MB a file, 1 GB a bundle).
+This module knows the formats and reads entries; ``toolkit.bundle.export_rewrite`` writes them out in
+bounded memory. JSON-lines, CSV and text exports are streamed; a JSON document is read whole on the driver
+within the same limits as JSON state evidence (256 MB a file, 1 GB a bundle).
 """
 
 from __future__ import annotations
@@ -23,17 +24,14 @@ import json
 import re
 import sys
 import tomllib
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from toolkit.bundle.files import flat_name
-from toolkit.bundle.model import Bundle, IngestProblem, LogFile
 
 #: A JSON-document export is read whole on the driver: at most this many bytes a file ...
 MAX_DOCUMENT_BYTES = 256 << 20
@@ -243,7 +241,7 @@ class Entry:
 
 
 @dataclass
-class _Tally:
+class Tally:
     """What one export file held that the user should hear about."""
 
     not_entries: int = 0
@@ -258,7 +256,8 @@ def _open_text(path: Path, gzipped: bool) -> io.TextIOBase:
     return path.open(encoding="utf-8", errors="replace", newline="")
 
 
-def _entries_of(fmt: ExportFormat, item: PendingExport, tally: _Tally, budget: list[int]) -> Iterator[Entry]:
+def read_entries(fmt: ExportFormat, item: PendingExport, tally: Tally, budget: list[int]) -> Iterator[Entry]:
+    """One export file's entries in the file's order (``budget``: characters of JSON documents still allowed)."""
     if fmt.container == "json-lines":
         yield from _json_line_entries(fmt, item, tally)
     elif fmt.container == "csv":
@@ -269,7 +268,7 @@ def _entries_of(fmt: ExportFormat, item: PendingExport, tally: _Tally, budget: l
         yield from _document_entries(fmt, item, tally, budget)
 
 
-def _json_line_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally) -> Iterator[Entry]:
+def _json_line_entries(fmt: ExportFormat, item: PendingExport, tally: Tally) -> Iterator[Entry]:
     with _open_text(item.path, item.gzip) as stream:
         for number, line in enumerate(stream, start=1):
             line = line.rstrip("\r\n")
@@ -284,7 +283,7 @@ def _json_line_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally) ->
             yield _entry(fmt, number, obj, tally)
 
 
-def _grafana_text_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally) -> Iterator[Entry]:
+def _grafana_text_entries(fmt: ExportFormat, item: PendingExport, tally: Tally) -> Iterator[Entry]:
     """Grafana's text download: ``Common labels: {json}`` and other ``Name: value`` lines, blank lines, then one
     ``<epoch ms>TAB<ISO 8601>TAB<line>`` per entry. The head is the export's envelope, not log lines."""
     labels: dict = {}
@@ -314,7 +313,7 @@ def _grafana_text_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally)
             yield Entry(number, None, None, line)
 
 
-def _csv_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally) -> Iterator[Entry]:
+def _csv_entries(fmt: ExportFormat, item: PendingExport, tally: Tally) -> Iterator[Entry]:
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # a stack trace in one cell passes the default 128 KB
     with _open_text(item.path, item.gzip) as stream:
         rows = csv.reader(stream)
@@ -331,7 +330,7 @@ class DocumentTooLarge(ValueError):
     """A JSON-document export past the driver's limits."""
 
 
-def _document_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally, budget: list[int]) -> Iterator[Entry]:
+def _document_entries(fmt: ExportFormat, item: PendingExport, tally: Tally, budget: list[int]) -> Iterator[Entry]:
     limit = min(MAX_DOCUMENT_BYTES, budget[0])
     with _open_text(item.path, item.gzip) as stream:
         text = stream.read(limit + 1)
@@ -352,10 +351,14 @@ def _document_entries(fmt: ExportFormat, item: PendingExport, tally: _Tally, bud
             yield Entry(number, None, None, json.dumps(obj, ensure_ascii=False))
 
 
-def _entry(fmt: ExportFormat, number: int, obj: dict, tally: _Tally) -> Entry:
+def _entry(fmt: ExportFormat, number: int, obj: dict, tally: Tally) -> Entry:
     fields = obj[fmt.unwrap] if fmt.unwrap and isinstance(obj.get(fmt.unwrap), dict) else obj
-    key, raw = next(((k, v) for k, v in ((k, lookup(fields, k, keep_empty=True)) for k in fmt.message)
-                     if v is not None), (None, None))
+    key = raw = None
+    for name in fmt.message:
+        raw = lookup(fields, name, keep_empty=True)
+        if raw is not None:
+            key = name
+            break
     # A runtime's "log" (and Cloud Logging's textPayload) keeps the line's terminator; a shipper's "message" does
     # not, so a newline at its end is an empty line the multiline rule joined.
     terminated = key is not None and key.rsplit(".", 1)[-1] in ("log", "textPayload")
@@ -391,19 +394,27 @@ def _inner_record(text: str) -> dict | None:
 
 
 def _host_of(fmt: ExportFormat, fields: dict, inner: dict | None) -> str | None:
-    cat = load_export_formats()
     for key in fmt.host:
         value = lookup(inner, key[len("inner."):]) if key.startswith("inner.") else lookup(fields, key)
-        if isinstance(value, (str, int)) and str(value).strip():
-            value = str(value).strip()
-            for pattern in cat.host_patterns:  # a container log file or stream name: its pod
-                m = pattern.search(value)
-                if m:
-                    return m.group("pod")
-            if key.endswith(".path") or "/" in value:
-                continue  # a path that names no pod is no host
-            return value
+        if isinstance(value, (str, int)):
+            host = _host_named(str(value), key.endswith(".path"))
+            if host is not None:
+                return host
     return None
+
+
+@lru_cache(maxsize=4096)  # an export names few hosts, once per entry
+def _host_named(value: str, is_path: bool) -> str | None:
+    """The host a label's value names: the pod of a container log file or stream name, else the value itself
+    (a path that names no pod is no host)."""
+    value = value.strip()
+    if not value:
+        return None
+    for pattern in load_export_formats().host_patterns:
+        m = pattern.search(value)
+        if m:
+            return m.group("pod")
+    return None if is_path or "/" in value else value
 
 
 def parse_shipped(value: object, zone: timezone | ZoneInfo | None = timezone.utc) -> datetime | None:
@@ -431,15 +442,17 @@ def parse_shipped(value: object, zone: timezone | ZoneInfo | None = timezone.utc
     if m:
         year, month, day, hour, minute, second, fraction, offset = m.groups()
         parts = (int(year), int(month), int(day), int(hour), int(minute), int(second))
-        return _instant(parts, fraction, offset, zone)
+        return instant_of(parts, fraction, offset, zone)
     m = _KIBANA.match(text)
     if m and m.group(1) in _MONTHS:
         month, day, year, hour, minute, second, fraction = m.groups()
-        return _instant((int(year), _MONTHS[month], int(day), int(hour), int(minute), int(second)), fraction, None, zone)
+        return instant_of((int(year), _MONTHS[month], int(day), int(hour), int(minute), int(second)), fraction, None, zone)
     return None
 
 
-def _instant(parts: tuple, fraction: str | None, offset: str | None, zone) -> datetime | None:
+def instant_of(parts: tuple, fraction: str | None, offset: str | None, zone) -> datetime | None:
+    """The UTC instant of printed date and time parts, a fraction's digits and an offset (else ``zone``; with
+    neither, the naive time as printed). None when the parts are no date."""
     micros = int((fraction or "0")[:6].ljust(6, "0"))
     try:
         if offset in (None, "") and zone is None:
@@ -474,160 +487,6 @@ class PendingExport:
     gzip: bool = False
 
 
-def _stamp(instant: datetime) -> str:
-    return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)[:120] or "host"
-
-
-def convert_exports(bundle: Bundle, pending: list[PendingExport]) -> None:
-    """Rewrite each export as one runtime JSON log file per host (see the module's docstring) and add them to
-    ``bundle.logs``; what could not be read, and duplicates, become problem rows."""
-    if not pending:
-        return
-    seen: Counter = Counter()  # per entry key: the most times one earlier file held it
-    budget = [MAX_DOCUMENT_TOTAL_BYTES]  # characters of JSON documents the driver may still read
-    for item in sorted(pending, key=lambda p: p.source):
-        fmt = item.format
-        tally = _Tally()
-        try:
-            entries = _resolve_naive(list(_entries_of(fmt, item, tally, budget)), lambda h: _zone(bundle, h or item.host))
-        except (ValueError, OSError, EOFError, csv.Error) as exc:
-            what = "too large to read as one JSON document" if isinstance(exc, DocumentTooLarge) else "not readable"
-            bundle.problems.append(IngestProblem(item.source, f"{fmt.platform} export {what}: read as a plain log",
-                                                 str(exc)[:300]))
-            bundle.logs.append(LogFile(item.source, item.path, item.host, item.size, gzip=item.gzip))
-            continue
-        # One query never returns an entry twice (a stack's repeated frames are separate entries), so an entry
-        # repeats one read before only when an earlier file of the same platform holds it as often.
-        kept, here = [], Counter()
-        for entry in entries:
-            key = (fmt.id, entry.host or item.host, entry.shipped, entry.text)
-            here[key] += 1
-            if entry.shipped is not None and here[key] <= seen[key]:
-                tally.duplicates += 1
-                continue
-            kept.append(entry)
-        for key, count in here.items():
-            seen[key] = max(seen[key], count)
-        _report(bundle, item, tally, len(entries))
-        bundle.logs.extend(_write_hosts(bundle, item, kept))
-
-
-#: A line's own date and time at its head (Kafka's [yyyy-MM-dd HH:mm:ss,SSS], logback, ISO 8601), to tell the zone
-#: an export rendered its stamps in.
-_LINE_STAMP = re.compile(r"^\[?(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
-                         r"(Z|[+-]\d{2}:?\d{2})?")
-
-
-def _resolve_naive(entries: list[Entry], zone_of) -> list[Entry]:
-    """Give stamps rendered without a zone (Kibana renders in the viewer's browser zone) their zone: the offset
-    most entries show between the stamp and the line's own dated stamp (a line is shipped within moments of
-    being printed), to the quarter hour; else the host's zone from ``bundle.toml``."""
-    naive = [e for e in entries if e.shipped is not None and e.shipped.tzinfo is None]
-    if not naive:
-        return entries
-    votes: Counter = Counter()
-    for e in naive[:5000]:
-        m = _LINE_STAMP.match(e.text)
-        if m is None:
-            continue
-        *parts, fraction, offset = m.groups()
-        printed = _instant(tuple(int(p) for p in parts), fraction, offset, zone_of(e.host))
-        if printed is None:
-            continue
-        shift = (e.shipped - printed.replace(tzinfo=None)).total_seconds()
-        votes[round(shift / 900) * 900] += 1
-    offset, count = votes.most_common(1)[0] if votes else (None, 0)
-    for e in naive:
-        if offset is not None and count * 2 > sum(votes.values()):
-            e.shipped = (e.shipped - timedelta(seconds=offset)).replace(tzinfo=timezone.utc)
-        else:
-            e.shipped = e.shipped.replace(tzinfo=zone_of(e.host)).astimezone(timezone.utc)
-    return entries
-
-
-def _zone(bundle: Bundle, host: str) -> ZoneInfo:
-    return ZoneInfo(bundle.settings_for(host).timezone)
-
-
-def _report(bundle: Bundle, item: PendingExport, tally: _Tally, total: int) -> None:
-    def problem(text: str, detail: str = "") -> None:
-        bundle.problems.append(IngestProblem(item.source, text, detail))
-
-    if tally.duplicates:
-        problem(f"{tally.duplicates} of {total} entries are also in an export read before (same platform, host, time "
-                "and line): read once", "overlapping exports, or a query exported twice")
-    if tally.not_entries:
-        problem(f"{tally.not_entries} of {total} lines are not {item.format.platform} entries: read as plain lines",
-                f"host {item.host}")
-    if tally.no_message:
-        problem(f"{tally.no_message} of {total} entries carry no message field ({', '.join(item.format.message)})",
-                "each kept whole as its line")
-    if tally.no_host:
-        labels = ", ".join(item.format.host[:4]) + (", ..." if len(item.format.host) > 4 else "")
-        problem(f"{tally.no_host} of {total} entries name no host ({labels}): given the file's host {item.host}")
-
-
-def _write_hosts(bundle: Bundle, item: PendingExport, entries: list[Entry]) -> list[LogFile]:
-    """One runtime JSON log file per host, its entries in time order, with its table of entry numbers."""
-    by_host: dict[str, list[Entry]] = {}
-    for entry in entries:
-        by_host.setdefault(entry.host or item.host, []).append(entry)
-    # Entries of one instant: by the shipper's own order when it kept one, else the file's order, backwards when
-    # the file runs newest first (unless the platform keeps ties in the order they came).
-    stamped = [e.shipped for e in entries if e.shipped is not None]
-    backwards = len(stamped) > 1 and stamped[0] > stamped[-1]
-    reverse_ties = backwards and not item.format.ties_in_file_order
-    folder = bundle.work_dir / "exports" / flat_name(item.source)
-    folder.mkdir(parents=True, exist_ok=True)
-    logs = []
-    for host, members in sorted(by_host.items()):
-        last = None
-        keyed = []
-        for position, entry in (reversed(list(enumerate(members))) if backwards else enumerate(members)):
-            last = entry.shipped or last  # an entry without a stamp stays beside the one before it
-            keyed.append((last or datetime.min.replace(tzinfo=timezone.utc),
-                          entry.tie if entry.tie is not None else 0, len(keyed) if reverse_ties else position, entry))
-        keyed.sort(key=lambda k: k[:3])
-        source = f"{item.source}#{host}"
-        path = folder / f"{_safe(host)}.log"
-        numbers = _write_runtime_json(path, [k[3] for k in keyed])
-        entries_path = folder / f"{_safe(host)}{ENTRIES_SUFFIX}"
-        _write_entry_numbers(entries_path, source, numbers)
-        logs.append(LogFile(source, path, host, path.stat().st_size, entries=entries_path))
-        bundle.exported[source] = {"file": item.source, "format": item.format.id, "entries": len(members)}
-    return logs
-
-
-def _write_runtime_json(path: Path, entries: list[Entry]) -> list[int]:
-    """Write ``entries`` as runtime JSON lines (one per printed line); returns each line's entry number."""
-    numbers = []
-    with path.open("w", encoding="utf-8", newline="\n") as out:
-        for entry in entries:
-            for line in entry.text.replace("\r\n", "\n").split("\n"):
-                record = {"log": line + "\n", "stream": "stdout"}
-                if entry.shipped is not None:
-                    record["time"] = _stamp(entry.shipped)
-                record["entry"] = entry.number
-                out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-                numbers.append(entry.number)
-    return numbers
-
-
-def _write_entry_numbers(path: Path, source: str, numbers: list[int]) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    first = [i == 0 or numbers[i - 1] != n for i, n in enumerate(numbers)]
-    table = pa.table({"source": pa.array([source] * len(numbers), pa.string()),
-                      "line_no": pa.array(range(1, len(numbers) + 1), pa.int64()),
-                      "entry": pa.array(numbers, pa.int64()),
-                      "entry_start": pa.array(first, pa.bool_())})
-    pq.write_table(table, path)
-
-
-__all__ = ["ENTRIES_SUFFIX", "INNER_RECORD_BASE", "ExportCatalogue", "ExportFormat", "PendingExport", "convert_exports",
-           "load_export_formats", "lookup", "parse_shipped", "sniff_export"]
+__all__ = ["ENTRIES_SUFFIX", "INNER_RECORD_BASE", "DocumentTooLarge", "Entry", "ExportCatalogue", "ExportFormat",
+           "PendingExport", "Tally", "instant_of", "load_export_formats", "lookup", "parse_shipped", "read_entries",
+           "sniff_export"]
