@@ -39,7 +39,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("serve", ("toolkit.serve",)),
     # builds the class archive by analysing generated samples in a JVM of its own
     ("warmup", ("toolkit.warmup",)),
-    ("cli", ("toolkit.cli", "toolkit.detect")),
+    # what every command shares (exit codes, usage errors, opening a bundle), the command line and its commands
+    ("cli", ("toolkit.commands", "toolkit.cli", "toolkit.detect")),
     # sample bundle generator: a tool of its own, imports nothing from the stages
     ("samples", ("toolkit.samples",)),
 ]
