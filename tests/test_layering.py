@@ -3,6 +3,10 @@
 A stage may use anything declared in the stages before it and nothing after it, so each stage can be
 read, tested and replaced knowing only what comes before. Modules are matched to stages by the
 longest declared prefix (the root package ``toolkit`` by its own name only); a module of no declared stage fails the test, so a new module must be placed.
+
+Inside a stage too, no two modules import each other, directly or round a longer circle (a package importing
+its own submodules to re-export them counts), and no module is longer than :data:`MAX_LINES`: each module
+does one job that can be read on its own.
 """
 
 from __future__ import annotations
@@ -39,10 +43,14 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("serve", ("toolkit.serve",)),
     # builds the class archive by analysing generated samples in a JVM of its own
     ("warmup", ("toolkit.warmup",)),
-    ("cli", ("toolkit.cli", "toolkit.detect")),
+    # what every command shares (exit codes, usage errors, opening a bundle), the command line and its commands
+    ("cli", ("toolkit.commands", "toolkit.cli", "toolkit.detect")),
     # sample bundle generator: a tool of its own, imports nothing from the stages
     ("samples", ("toolkit.samples",)),
 ]
+
+#: The longest a module may be, in lines.
+MAX_LINES = 700
 
 #: Imports allowed against the order, each with its reason: (importing module, imported module) -> why.
 EXCEPTIONS: dict[tuple[str, str], str] = {
@@ -122,3 +130,50 @@ def test_the_walk_sees_function_level_and_relative_imports() -> None:
     assert any(m.startswith("toolkit.state") for m in bundle)  # imported inside a function
     samples = _imports("toolkit.samples.bundles", PACKAGE / "samples" / "bundles.py", known)
     assert "toolkit.samples.render" in samples  # `from .render import ...`
+    viz = _imports("toolkit.viz", PACKAGE / "viz" / "__init__.py", known)
+    assert "toolkit.viz.frames" in viz  # a package re-exporting its own submodule's names
+
+
+def _import_graph() -> dict[str, list[str]]:
+    """Every ``toolkit`` module and the ``toolkit`` modules it imports (module- and function-level)."""
+    modules = _modules()
+    known = set(modules)
+    return {m: sorted(i for i in _imports(m, path, known) if i in known and i != m) for m, path in modules.items()}
+
+
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """One circle of imports per edge that closes one, found by a depth-first walk: ``[a, b, ..., a]``."""
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        path.append(module)
+        on_path.add(module)
+        for imported in graph.get(module, ()):
+            if imported in on_path:
+                found.append(path[path.index(imported):] + [imported])
+            elif imported not in done:
+                visit(imported)
+        on_path.discard(path.pop())
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            visit(module)
+    return found
+
+
+def test_no_import_cycle() -> None:
+    assert [" -> ".join(c) for c in _cycles(_import_graph())] == []
+
+
+def test_the_cycle_check_finds_a_circle() -> None:
+    assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c", "a"]]
+    assert _cycles({"a": ["b"], "b": []}) == []
+
+
+def test_no_module_is_too_long() -> None:
+    lengths = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in _modules().items()}
+    assert [f"{m} ({n} lines)" for m, n in sorted(lengths.items()) if n > MAX_LINES] == []

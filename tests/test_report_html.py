@@ -335,7 +335,8 @@ def test_a_failing_chart_leaves_the_rest_of_the_report(analysis_of, tmp_path, mo
     def broken(*_args, **_kwargs):
         raise TypeError("'<' not supported between instances of 'NoneType' and 'str'")
 
-    monkeypatch.setattr(viz, "offset_chart", broken)
+    monkeypatch.setattr(viz, "offset_chart", broken)  # the findings' charts
+    monkeypatch.setattr(viz.builders, "offset_chart", broken)  # the timeline's
     with inline_svg_charts():
         sections.show_timeline(inv)
         sections.show_findings(inv)

@@ -148,7 +148,7 @@ def test_incident_window_breaks_the_axis_between_distant_moments():
     assert a0 < T("2026-03-07 09:00:06") < T("2026-03-07 09:00:06.875") < a1 < b0
     assert b0 < T("2026-03-07 10:06:07") < T("2026-03-07 10:08:31") < b1 < T("2026-03-07 10:20:00")
     # The open-ended run ("unknown" end at the end of the log) does not stretch the incident.
-    assert viz.incident_window([], runs) == [viz._pad([T("2026-03-07 10:06:07")])]
+    assert viz.incident_window([], runs) == [viz.focus._pad([T("2026-03-07 10:06:07")])]
     assert viz.incident_window([], None) is None
 
 
@@ -254,8 +254,10 @@ def test_a_report_cuts_each_findings_frames_from_its_scope_as_the_query_would(an
     tl = analysis_of("kafka-standby-lock-cleaner").timeline
     calls: list[str] = []
     for name in ("task_event_frame", "offset_frame", "process_run_frame"):
-        query = getattr(viz, name)
-        monkeypatch.setattr(viz, name, lambda *a, _q=query, _n=name, **k: calls.append(_n) or _q(*a, **k))
+        query = getattr(viz.frames, name)
+        counted = lambda *a, _q=query, _n=name, **k: calls.append(_n) or _q(*a, **k)  # noqa: E731
+        for module in (viz.frames, viz):  # where ScopedFrames looks them up, and the test's own calls
+            monkeypatch.setattr(module, name, counted)
     frames = viz.ScopedFrames(tl)
     whole = frames.task_events()
     lanes = sorted({(t, h) for t, h in zip(whole["task_id"], whole["host"])})
@@ -272,7 +274,7 @@ def test_a_report_cuts_each_findings_frames_from_its_scope_as_the_query_would(an
     assert sorted(calls) == sorted(["task_event_frame", "offset_frame", "process_run_frame"] * 2)
 
     # a scope frame cut off at its row limit is not cut from: the narrower frame is queried
-    monkeypatch.setattr(viz, "DEFAULT_LIMIT", 2)
+    monkeypatch.setattr(viz.frames, "DEFAULT_LIMIT", 2)
     calls.clear()
     small = viz.ScopedFrames(tl)
     assert len(small.task_events()) == 2
@@ -292,8 +294,8 @@ def test_a_report_queries_the_process_runs_and_the_nifi_state_changes_once(analy
 
     tl = analysis_of("bundles/nifi-component-state-reset").timeline
     calls: list[str] = []
-    for module, name in ((viz, "process_run_frame"), (viz_nifi, "process_run_frame"), (viz_nifi, "state_change_frame"),
-                         (viz_nifi, "checkpoint_frame")):
+    for module, name in ((viz.frames, "process_run_frame"), (viz_nifi, "process_run_frame"),
+                         (viz_nifi, "state_change_frame"), (viz_nifi, "checkpoint_frame")):
         query = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, _q=query, _n=name, **k: calls.append(_n) or _q(*a, **k))
     frames = viz.ScopedFrames(tl)

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from toolkit.commands import UsageError, open_command_bundle, run_command
 from toolkit.detectors.base import ERROR, FINDING_SEVERITIES, SEVERITIES, Finding
 from toolkit.ingest import EMPTY, READABLE, UNREADABLE
 from toolkit.options import add_analysis_arguments, options_from_args
@@ -67,8 +68,7 @@ def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any
     """``toolkit.pipeline.run`` with the options of the command line; the findings and their JSON object.
 
     The bundle is opened, and ``--only`` checked, before Spark starts, by the code every command shares:
-    unusable input raises :class:`toolkit.cli.UsageError`."""
-    from toolkit.cli import UsageError, open_command_bundle
+    unusable input raises :class:`toolkit.commands.UsageError`."""
     from toolkit.detectors import registered_detectors
     from toolkit.pipeline import run as run_pipeline
     from toolkit.jvm import input_bytes, warm_up_hint
@@ -157,10 +157,8 @@ def exit_code(findings: Sequence[Finding], fail_on: str | None, ingest: dict[str
 
 def run(args: argparse.Namespace) -> int:
     """Run ``detect``; returns the exit code (see the module docstring). Unusable input and an unreachable
-    Spark raise the errors :func:`toolkit.cli.run_command` turns into exit codes 2 and 3, as for every command."""
+    Spark raise the errors :func:`toolkit.commands.run_command` turns into exit codes 2 and 3, as for every command."""
     from toolkit.pipeline import findings_text
-
-    from toolkit.cli import UsageError
 
     findings, document = _investigate(args)
     ingest = document.get("ingest")
@@ -175,8 +173,6 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry point (``python -m toolkit.detect BUNDLE``)."""
-    from toolkit.cli import run_command
-
     return run_command(run, build_parser().parse_args(argv))
 
 

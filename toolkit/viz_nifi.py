@@ -22,20 +22,16 @@ import altair as alt
 import pandas as pd
 from pyspark.sql import functions as F
 
-from toolkit.viz import (
-    CHART_WIDTH,
+from toolkit.viz.frames import (
     DEFAULT_LIMIT,
     TimeWindow,
-    _empty,
     _evidence_text,
     _filter,
     _finish,
-    _prepare,
     _to_pandas,
-    _x,
-    bounded,
     process_run_frame,
 )
+from toolkit.viz.panels import CHART_WIDTH, _empty, _prepare, _x, bounded
 
 #: Colours per kind of repository event (the rest are grey).
 CHECKPOINT_COLOURS = {

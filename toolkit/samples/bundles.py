@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from .kafka import KafkaApp
 from .nifi import NIFI_DEFAULT_LEVELS
-from .render import HostSpec, RenderResult, Scenario, iso
+from .layouts import iso
+from .render import HostSpec, RenderResult, Scenario
 
 PI = "org.apache.kafka.streams.processor.internals"
 

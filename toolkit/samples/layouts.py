@@ -50,6 +50,12 @@ def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
+def iso(ms: int) -> str:
+    """ISO-8601 UTC with milliseconds, e.g. ``2026-03-07T09:00:06.912Z``."""
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return f"{dt:%Y-%m-%dT%H:%M:%S}.{dt.microsecond // 1000:03d}Z"
+
+
 def local_time(ts_ms: int, tz: str, clock_offset_ms: int) -> datetime:
     """What the host's clock showed (true time + its offset), in its zone."""
     return (_EPOCH + timedelta(milliseconds=ts_ms + clock_offset_ms)).astimezone(_zone(tz))

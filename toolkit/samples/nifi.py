@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .kafka import rng_uuid
-from .layouts import LogLine
+from .layouts import LogLine, iso
 from .templates import NIFI_TEMPLATES, fill
 
 #: NiFi's shipped conf/logback.xml (reference §1.4).
@@ -255,8 +255,6 @@ class NifiHost:
 
     # ---------------------------------------------------------------- AWS captures
     def cloudtrail(self) -> str:
-        from .render import iso
-
         records = []
         for c in sorted(self.aws, key=lambda c: (c["t"], c["requestID"])):
             rec = {
@@ -296,8 +294,6 @@ class NifiHost:
         return json.dumps({"Records": records}, indent=2) + "\n"
 
     def describe_table(self, table: str) -> str:
-        from .render import iso
-
         info = self.tables[table]
         created = iso(info["created_ms"]).replace("Z", "000+00:00")
         keys = [("streamName", "HASH"), ("shardId", "RANGE")] if info["schema"] == "NEW" else [("leaseKey", "HASH")]

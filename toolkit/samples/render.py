@@ -95,12 +95,6 @@ class RenderResult:
     line_counts: dict[str, tuple[int, int]]  # source -> (physical lines, lines from story records)
 
 
-def iso(ms: int) -> str:
-    """ISO-8601 UTC with milliseconds, e.g. ``2026-03-07T09:00:06.912Z``."""
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return f"{dt:%Y-%m-%dT%H:%M:%S}.{dt.microsecond // 1000:03d}Z"
-
-
 def parse_when(when: str | int, date: str, prev: int) -> int:
     if isinstance(when, int):
         return when

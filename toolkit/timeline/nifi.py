@@ -16,9 +16,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from toolkit.timeline.schemas import TABLES
 from toolkit.sqltext import sql_list, sql_str
-from toolkit.timeline.sql import conform, quoted, sql_map
+from toolkit.timeline.sql import _conform, quoted, sql_map
 
 #: event -> (repository or None when the line does not say, kind)
 CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
@@ -60,10 +59,6 @@ LISTING_TIMESTAMP_KEY = "listing.timestamp"
 #: ``AbstractListProcessor`` (ListFile, ListSFTP, ..., and ListHDFS before 1.23) ``listing.timestamp``;
 #: ListHDFS from 1.23 (NIFI-11178) ``latest.timestamp``; ListS3 ``currentTimestamp``.
 LISTING_TIMESTAMP_KEYS = (LISTING_TIMESTAMP_KEY, "latest.timestamp", "currentTimestamp")
-
-
-def _conform(df: DataFrame, name: str) -> DataFrame:
-    return conform(df, TABLES[name])
 
 
 def _repository_from_path(path: str) -> str:

@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Mapping
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType, TimestampType
 
-from toolkit.sqltext import sql_str
+from toolkit.sqltext import event_in, sql_str
+from toolkit.timeline.schemas import TABLES
 
 
 def sql_map(pairs: Mapping[str, str]) -> str:
@@ -46,3 +48,33 @@ def conform(df: DataFrame, schema: StructType) -> DataFrame:
         else:
             columns.append(f"CAST({name} AS {sql_type(f.dataType)}) AS {name}")
     return df.selectExpr(*columns)
+
+
+# --------------------------------------------------------------------------- shared by the table builders
+
+
+def _conform(df: DataFrame, name: str) -> DataFrame:
+    """Select exactly the schema's columns (missing ones as typed nulls), in order."""
+    return conform(df, TABLES[name])
+
+
+def _is(event: str | tuple[str, ...]) -> str:
+    """SQL: the row's event is one of these, or lists one of them in ``also_events``."""
+    return event_in((event,) if isinstance(event, str) else event)
+
+
+def _exprs(*texts: str) -> list:
+    """Columns from SQL text (for ``agg`` and ``groupBy``, which take no text of their own)."""
+    return [F.expr(t) for t in texts]
+
+
+#: SQL: the first line of the message.
+FIRST_LINE = "substring_index(message, '\\n', 1)"
+
+
+def _explode_partitions(df: DataFrame) -> DataFrame:
+    """One row per changelog partition: list-valued lines (checkpoint maps) become several rows."""
+    df = df.selectExpr("*", "explode_outer(CASE WHEN size(partitions) > 1 THEN partitions END) AS _p")
+    return df.withColumns({
+        name: F.expr(f"coalesce(_p.{name}, {name})") for name in ("topic", "partition", "offset", "end_offset", "records")
+    }).drop("_p")
