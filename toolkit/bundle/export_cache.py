@@ -132,8 +132,9 @@ def store(cache_dir: Path, key: str, results: list[FileResult], exports_dir: Pat
                 _link_or_copy(export_folder(exports_dir, result.source) / name, target)
         building.mkdir(parents=True, exist_ok=True)
         (building / MANIFEST).write_text(json.dumps({"files": [asdict(r) for r in results]}), encoding="utf-8")
-        shutil.rmtree(entry, ignore_errors=True)  # a leftover without its marker
-        os.replace(building, entry)
+        if entry.exists() and not (entry / COMPLETE).is_file():
+            shutil.rmtree(entry, ignore_errors=True)  # a leftover of a run that stopped while keeping it
+        os.replace(building, entry)  # fails when another run kept the same entry meanwhile: theirs stays
         (entry / COMPLETE).touch()
     except OSError:
         shutil.rmtree(building, ignore_errors=True)
