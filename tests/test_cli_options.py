@@ -114,3 +114,20 @@ def test_the_same_command_line_gives_every_command_the_same_shared_values(comman
     assert (args.bundle, args.out, args.remote, args.master, args.verbose, args.quiet) == (
         ["a", "b"], "o", "sc://h:15002", None, True, True)
     assert options_from_args(args).log_timezone == "Europe/Berlin" and not options_from_args(args).use_cache
+
+
+def test_report_parameters_read_one_path_or_several(tmp_path):
+    """The notebook gets one path as before, several as a list; the report is named after all of them."""
+    from toolkit.report import validate_parameters
+
+    first, second = tmp_path / "node-a", tmp_path / "node-b.log"
+    first.mkdir()
+    second.write_text("x\n")
+    one = validate_parameters([str(first)], tmp_path / "out")
+    assert (one.inputs, one.bundle_parameter(), one.bundle_name) == ((first,), str(first), "node-a")
+    assert validate_parameters(str(first), tmp_path / "out") == one
+    both = validate_parameters([str(first), str(second)], tmp_path / "out")
+    assert both.bundle == first and both.inputs == (first, second)
+    assert both.bundle_parameter() == [str(first), str(second)] and both.bundle_name == "node-a, node-b.log"
+    with pytest.raises(Exception, match="does not exist"):
+        validate_parameters([str(first), str(tmp_path / "missing")], tmp_path / "out")
