@@ -48,6 +48,6 @@ def test_options_are_the_same_object_from_every_door(tmp_path):
     assert params.options == from_cli
     assert from_cli.detectors == ("unclean-shutdown",) and not from_cli.use_cache and not from_cli.redact
     report_args = cli.build_parser().parse_args(
-        ["report", str(EOS_SAMPLE), "--out", str(tmp_path), "--timezone", "Asia/Tokyo", "--log-timezone", "Europe/Berlin"])
-    assert report_args.timezone == "Asia/Tokyo"  # report's --timezone is the chart axes' zone
-    assert options_from_args(report_args).log_timezone == "Europe/Berlin"
+        ["report", str(EOS_SAMPLE), "--out", str(tmp_path), "--chart-timezone", "Asia/Tokyo", "--timezone", "Europe/Berlin"])
+    assert report_args.chart_timezone == "Asia/Tokyo"  # the chart axes' zone has a name of its own
+    assert options_from_args(report_args).log_timezone == "Europe/Berlin"  # --timezone is the logs' zone everywhere

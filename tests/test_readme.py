@@ -26,7 +26,7 @@ def test_verbose_is_documented_for_exactly_the_commands_that_accept_it():
     documented = set(re.findall(r"`([a-z-]+)`", sentence))
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     accepting = {name for name, sub in commands.items() if "--verbose" in sub._option_string_actions}
-    assert documented == accepting == {"parse", "timeline", "report"}
+    assert documented == accepting == {"parse", "timeline", "catalogue", "detect", "report"}
 
 
 def test_parse_writes_what_the_docs_list_and_state_tables_only_with_state_evidence(spark, tmp_path):

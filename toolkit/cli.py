@@ -32,37 +32,15 @@ from toolkit.commands import (  # noqa: F401
     nothing_to_read,
     open_command_bundle,
     run_command,
+    spark_from_args,
 )
-from toolkit.options import add_analysis_arguments, options_from_args
+from toolkit.options import add_command_arguments, options_from_args
 
 
 def _progress(enabled: bool) -> Callable[[str], None]:
     from toolkit.progress import console_progress
 
     return console_progress(enabled)
-
-
-def _add_spark_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
-    g.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
-
-
-def _spark(args: argparse.Namespace):
-    """The session for a command; Spark's own log goes to ``OUT/logs/spark.log``, without ``--out`` to
-    :func:`toolkit.spark.default_log_file` (``--verbose``: also the console)."""
-    import os
-
-    from toolkit.jvm import input_bytes
-    from toolkit.spark import VERBOSE_ENV, get_spark
-
-    if getattr(args, "verbose", False):
-        os.environ[VERBOSE_ENV] = "1"
-    out = getattr(args, "out", None)
-    log_file = Path(out) / "logs" / "spark.log" if out else None
-    bundle = getattr(args, "bundle", None)
-    size = input_bytes(bundle if isinstance(bundle, list) else [bundle]) if bundle else None
-    return get_spark(master=args.master, remote=args.remote, log_file=log_file, input_bytes=size)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -94,7 +72,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
 
     say = _progress(not args.quiet)
     bundle = _open_bundle(args, say)
-    spark = _spark(args)
+    spark = spark_from_args(args)
     say("Spark session ready")
     parsed = parse(spark, bundle, args.out, options_from_args(args), progress=say)
     report, events = parsed.ingest, parsed.events
@@ -120,13 +98,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return EXIT_OK if t["unaccounted_files"] == 0 else EXIT_FAILED
 
 
-def _add_bundle_args(p: argparse.ArgumentParser, out_required: bool = True) -> None:
-    p.add_argument("bundle", nargs="+", help="bundle directory, archive, or loose log files")
-    p.add_argument("--out", required=out_required, help="output directory")
-    add_analysis_arguments(p, detectors=False)
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--verbose", action="store_true", help="also show Spark's own log on the console (default: OUT/logs/)")
-    _add_spark_args(p)
+#: ``--out`` of the commands that always write their tables.
+OUT_HELP = "output directory"
 
 
 def analyse_from_args(args: argparse.Namespace, out: str | Path | None = None):
@@ -138,7 +111,7 @@ def analyse_from_args(args: argparse.Namespace, out: str | Path | None = None):
     say = _progress(not args.quiet)
     bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say,
                                  options_from_args(args).export_cache_dir())
-    spark = _spark(args)
+    spark = spark_from_args(args)
     say("Spark session ready")
     return analyse(spark, bundle, out, options_from_args(args), progress=say)
 
@@ -171,7 +144,6 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     hits = None
     with tempfile.TemporaryDirectory(prefix="stream-incident-catalogue-") as scratch:
         if args.bundle:
-            args.bundle = [args.bundle]
             # Without --out the bundle's tables are only needed for the counts (and Spark logs where detect's does).
             analysis = analyse_from_args(args, args.out or scratch)
             hits = template_hits(analysis.events)
@@ -192,19 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("parse", help="parse a bundle: records, events, config and state tables + ingest.json")
-    _add_bundle_args(p)
+    add_command_arguments(p, out_help=OUT_HELP, out_required=True, detectors=False)
     p.set_defaults(func=cmd_parse)
 
     p = sub.add_parser("timeline", help="reconstruct the timeline tables (runs, tasks, locks, checkpoints, restores...)")
-    _add_bundle_args(p)
+    add_command_arguments(p, out_help=OUT_HELP, out_required=True, detectors=False)
     p.set_defaults(func=cmd_timeline)
 
     p = sub.add_parser("catalogue", help="list the log templates the toolkit knows, with hit counts on a bundle")
-    p.add_argument("--bundle", help="count hits of each template in this bundle")
-    p.add_argument("--out", default=None, help="output directory for the bundle's tables (with --bundle)")
-    add_analysis_arguments(p, detectors=False)
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    _add_spark_args(p)
+    # The bundle is optional here (without one, the templates are listed with no counts): --bundle, not positional.
+    add_command_arguments(p, out_help="output directory for the bundle's tables (with --bundle)", out_required=False,
+                          detectors=False, bundle_positional=False)
     p.set_defaults(func=cmd_catalogue)
 
     # Commands with their own argument parsers (usable without Spark, some as single files).

@@ -1,5 +1,5 @@
 """What every ``stream-incident`` command shares: the exit codes 0 to 3, :class:`UsageError` (bad arguments or
-unusable input: one sentence, exit code 2), opening a command's bundle before Spark starts, and
+unusable input: one sentence, exit code 2), opening a command's bundle before Spark starts, its Spark session, and
 :func:`run_command`, which turns the errors every command shares into one sentence and an exit code.
 
 The command line (:mod:`toolkit.cli`) and its commands with parsers of their own (:mod:`toolkit.detect`) both
@@ -43,6 +43,33 @@ def open_command_bundle(bundle: str | Path | Sequence[str | Path], out: str | Pa
     if empty:
         raise UsageError(empty)
     return opened
+
+
+def spark_from_args(args: argparse.Namespace, out: str | Path | None = None):
+    """The Spark session of an analysis command (``--master``, ``--remote``, ``--verbose``).
+
+    Spark's own log goes to ``OUT/logs/spark.log`` when the command writes to an output folder (``out``,
+    default ``--out``), else to :func:`toolkit.spark.default_log_file`; ``--verbose`` also shows it on the
+    console. The bundle's size (``args.bundle``, one or more paths) sizes the session."""
+    import os
+
+    from toolkit.jvm import input_bytes
+    from toolkit.spark import VERBOSE_ENV, get_spark
+
+    if getattr(args, "verbose", False):
+        # The driver's log set-up reads it (toolkit.spark.verbose), as it does for the notebooks' sessions.
+        os.environ[VERBOSE_ENV] = "1"
+    out = out or getattr(args, "out", None)
+    log_file = Path(out) / "logs" / "spark.log" if out else None
+    bundle = getattr(args, "bundle", None)
+    size = input_bytes(bundle if isinstance(bundle, list) else [bundle]) if bundle else None
+    return get_spark(master=args.master, remote=args.remote, log_file=log_file, input_bytes=size)
+
+
+def bundle_label(bundle: str | Path | Sequence[str | Path]) -> str:
+    """A command's bundle paths in one line of output: the path itself when there is one."""
+    paths = [bundle] if isinstance(bundle, (str, Path)) else list(bundle)
+    return ", ".join(str(p) for p in paths)
 
 
 def nothing_to_read(bundle) -> str | None:

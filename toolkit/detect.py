@@ -3,7 +3,9 @@
 ``--format text`` (default) is for people: findings by severity, with evidence as ``file:line  text``,
 missing evidence, impact and the playbook. ``--format json`` prints the object documented in
 ``docs/findings-schema.md``. With ``--out DIR`` the pipeline's tables and ``findings.json`` are
-written there (otherwise into a temporary folder that is removed).
+written there, and Spark's own log into its ``logs/`` (otherwise the tables go into a temporary folder that is
+removed). The bundle, analysis, Spark and output options are those of every analysis command
+(:func:`toolkit.options.add_command_arguments`).
 
 Exit codes (the same as the other commands, plus one):
 
@@ -31,10 +33,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from toolkit.commands import UsageError, open_command_bundle, run_command
+from toolkit.commands import UsageError, bundle_label, open_command_bundle, run_command, spark_from_args
 from toolkit.detectors.base import ERROR, FINDING_SEVERITIES, SEVERITIES, Finding
 from toolkit.ingest import EMPTY, READABLE, UNREADABLE
-from toolkit.options import add_analysis_arguments, options_from_args
+from toolkit.options import add_command_arguments, options_from_args
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS, EXIT_DETECTOR_ERROR, EXIT_UNREADABLE = (
     0, 1, 2, 3, 4, 5, 6)
@@ -44,17 +46,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """Add the ``detect`` arguments to ``parser`` (a sub-parser of ``stream-incident``) and return it."""
     parser = parser or argparse.ArgumentParser(prog="stream-incident detect")
     parser.description = "Run the root-cause detectors on an incident bundle and print ranked findings."
-    parser.add_argument("bundle", help="bundle directory, archive, or log file")
-    parser.add_argument("--out", help="write the pipeline tables and findings.json into this folder")
+    add_command_arguments(parser, out_help="write the pipeline tables and findings.json into this folder",
+                          out_required=False, detectors=True)
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output for people or machines")
     parser.add_argument("--fail-on", choices=("critical", "warning"),
                         help="exit with code 4 when a finding of this severity (or worse) is reported, "
                              "with code 5 when a detector failed, with code 6 when no log line could be read")
-    add_analysis_arguments(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    spark = parser.add_mutually_exclusive_group()
-    spark.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
-    spark.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
     parser.set_defaults(func=run)
     return parser
 
@@ -71,8 +68,8 @@ def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any
     unusable input raises :class:`toolkit.commands.UsageError`."""
     from toolkit.detectors import registered_detectors
     from toolkit.pipeline import run as run_pipeline
-    from toolkit.jvm import input_bytes, warm_up_hint
-    from toolkit.spark import get_spark, is_connect
+    from toolkit.jvm import warm_up_hint
+    from toolkit.spark import is_connect
 
     start = time.monotonic()
     say = lambda message: _say(args, start, message)  # noqa: E731
@@ -85,7 +82,8 @@ def _investigate(args: argparse.Namespace) -> tuple[list[Finding], dict[str, Any
         out = Path(args.out) if args.out else Path(scratch)
         bundle = open_command_bundle(args.bundle, out, args.work_dir, args.log_timezone, say,
                                      options.export_cache_dir())
-        spark = get_spark(master=args.master, remote=args.remote, input_bytes=input_bytes([args.bundle]))
+        # Spark's log goes to OUT/logs/ with --out, as for every command (without it, the scratch folder is removed).
+        spark = spark_from_args(args)
         say("Spark session ready")
         inv = run_pipeline(spark, bundle, out, options, progress=say)
     hint = None if is_connect(spark) else warm_up_hint()
@@ -165,9 +163,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(findings_text(document), end="")
     else:
-        print(format_text(findings, str(args.bundle), ingest))
+        print(format_text(findings, bundle_label(args.bundle), ingest))
     if ingest and ingest.get("status") == EMPTY:  # the bundle is opened before: only a file read as empty gets here
-        raise UsageError(f"{ingest['message']} ({args.bundle})")
+        raise UsageError(f"{ingest['message']} ({bundle_label(args.bundle)})")
     return exit_code(findings, args.fail_on, ingest)
 
 

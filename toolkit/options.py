@@ -3,7 +3,8 @@
 ``stream-incident parse|timeline|detect|report``, the notebooks and the Explorer all build an
 :class:`AnalysisOptions` and hand it to :func:`toolkit.pipeline.run` (or ``analyse``), so the same bundle
 with the same options gives the same tables and the same ``findings.json`` whichever door it came in by.
-The command-line flags that fill it are declared once here too (:func:`add_analysis_arguments`).
+The command-line flags that fill it are declared once here too (:func:`add_analysis_arguments`), with the
+other argument groups every analysis command shares (bundle, Spark, output: :func:`add_command_arguments`).
 """
 
 from __future__ import annotations
@@ -80,25 +81,77 @@ def options_from(log_timezone: str | None = None, work_dir: str | Path | None = 
                            redact=bool(redact), detectors=tuple(detectors) if detectors else None)
 
 
-def add_analysis_arguments(parser: argparse.ArgumentParser, *, timezone_flags: tuple[str, ...] = ("--timezone",),
-                           detectors: bool = True) -> None:
-    """Add the flags behind :class:`AnalysisOptions` to a command's parser.
+#: The argument groups every analysis command (``parse``, ``timeline``, ``catalogue``, ``detect``, ``report``)
+#: shows in its ``--help``, each filled by one function below so that a flag means the same on every command.
+BUNDLE_GROUP, ANALYSIS_GROUP, SPARK_GROUP, OUTPUT_GROUP = "bundle", "analysis", "Spark", "output"
 
-    ``timezone_flags`` names the log-zone flag: ``report`` keeps ``--timezone`` for its chart axes
-    and takes the log zone as ``--log-timezone`` (accepted by every command).
-    """
-    parser.add_argument(*timezone_flags, "--log-timezone", dest="log_timezone", metavar="ZONE",
-                        help="IANA zone of timestamps printed without an offset, for hosts that bundle.toml gives no zone "
-                             "(its [hosts.NAME] and [defaults] timezone win; default UTC)")
-    parser.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
-    parser.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
-    parser.add_argument("--cache-dir",
-                        help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
-    parser.add_argument("--no-redact", action="store_true",
-                        help="keep secret-looking values in records.parquet (local use only; events and config stay redacted)")
+BUNDLE_HELP = "bundle directory, archive, or loose log files (one or more)"
+
+
+def _group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
+    """The parser's argument group called ``title``, made on first use (a command may add to it in several calls)."""
+    for group in parser._action_groups:
+        if group.title == title:
+            return group
+    return parser.add_argument_group(title)
+
+
+def add_bundle_arguments(parser: argparse.ArgumentParser, *, positional: bool = True) -> None:
+    """Add the bundle paths: one or more, as the positional ``BUNDLE`` (or, for ``catalogue``, whose bundle is
+    optional, as ``--bundle``), dest ``bundle`` (a list of paths) either way."""
+    group = _group(parser, BUNDLE_GROUP)
+    if positional:
+        group.add_argument("bundle", nargs="+", metavar="BUNDLE", help=BUNDLE_HELP)
+    else:
+        group.add_argument("--bundle", nargs="+", metavar="BUNDLE", help=BUNDLE_HELP)
+
+
+def add_analysis_arguments(parser: argparse.ArgumentParser, *, detectors: bool = True) -> None:
+    """Add the flags behind :class:`AnalysisOptions` to a command's parser (group ``analysis``).
+
+    ``--timezone`` and ``--log-timezone`` are one flag on every command: the zone of the logs (``report`` names
+    the zone of its chart axes ``--chart-timezone``)."""
+    group = _group(parser, ANALYSIS_GROUP)
+    group.add_argument("--timezone", "--log-timezone", dest="log_timezone", metavar="ZONE",
+                       help="IANA zone of timestamps printed without an offset, for hosts that bundle.toml gives no zone "
+                            "(its [hosts.NAME] and [defaults] timezone win; default UTC)")
+    group.add_argument("--work-dir", help="where archives are extracted (default: OUT/work)")
+    group.add_argument("--no-cache", action="store_true", help="parse every file again, ignoring the parse cache")
+    group.add_argument("--cache-dir",
+                       help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
+    group.add_argument("--no-redact", action="store_true",
+                       help="keep secret-looking values in records.parquet (local use only; events and config stay redacted)")
     if detectors:
-        parser.add_argument("--only", action="append", metavar="DETECTOR",
-                            help="run only this detector (repeatable)")
+        group.add_argument("--only", action="append", metavar="DETECTOR",
+                           help="run only this detector (repeatable)")
+
+
+def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add which Spark runs the command (``--master`` or ``--remote``) and ``--verbose`` (group ``Spark``)."""
+    group = _group(parser, SPARK_GROUP)
+    target = group.add_mutually_exclusive_group()
+    target.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
+    target.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
+    group.add_argument("--verbose", action="store_true",
+                       help="also show Spark's own log on the console (default: only in OUT/logs/, "
+                            "without --out in $STREAM_INCIDENT_LOG_FILE)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, *, out_help: str, out_required: bool) -> None:
+    """Add ``--out`` (what it holds, and whether it is required, is the command's own) and ``--quiet`` (group
+    ``output``)."""
+    group = _group(parser, OUTPUT_GROUP)
+    group.add_argument("--out", metavar="OUT", required=out_required, default=None, help=out_help)
+    group.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def add_command_arguments(parser: argparse.ArgumentParser, *, out_help: str, out_required: bool,
+                          detectors: bool, bundle_positional: bool = True) -> None:
+    """Every group an analysis command shares, in the order its ``--help`` lists them."""
+    add_bundle_arguments(parser, positional=bundle_positional)
+    add_output_arguments(parser, out_help=out_help, out_required=out_required)
+    add_analysis_arguments(parser, detectors=detectors)
+    add_spark_arguments(parser)
 
 
 def options_from_args(args: argparse.Namespace) -> AnalysisOptions:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from toolkit.bundle import mark_output_dir
-from toolkit.options import AnalysisOptions, add_analysis_arguments, options_from_args
+from toolkit.options import AnalysisOptions, add_command_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
 from toolkit.report.export import export_html, prepare_export
 from toolkit.report.investigation import LOG_DIR
@@ -36,7 +36,7 @@ REPORT_NOTEBOOK = notebook_file("incident_report.ipynb")
 
 
 def make_report(
-    bundle: str | Path,
+    bundle: str | Path | Sequence[str | Path],
     out_dir: str | Path,
     *,
     time_window: Sequence[str | datetime | None] | None = None,
@@ -52,7 +52,8 @@ def make_report(
     verbose: bool = False,
     options: AnalysisOptions | None = None,
 ) -> ReportFiles:
-    """Analyse ``bundle`` and write ``report.html``, ``report.ipynb`` and ``findings.json`` into ``out_dir``.
+    """Analyse ``bundle`` (one path, or several read as one bundle) and write ``report.html``, ``report.ipynb``
+    and ``findings.json`` into ``out_dir``. ``timezone`` is the zone of the chart axes (``--chart-timezone``).
 
     ``options`` are the analysis options every entry point shares (default: ``AnalysisOptions()``);
     the other arguments only choose what the report shows.
@@ -69,7 +70,7 @@ def make_report(
     if not source.exists():
         raise ReportError(f"the report notebook {source} is missing from this installation.")
     window = [_fmt(t) for t in params.time_window] if params.time_window else None
-    parameters = {"bundle": str(params.bundle), "out_dir": str(out), "time_window": window,
+    parameters = {"bundle": params.bundle_parameter(), "out_dir": str(out), "time_window": window,
                   "hosts": params.hosts, "tasks": params.tasks, "app_id": params.app_id,
                   "spark_master": params.spark_master, "spark_remote": params.spark_remote,
                   "timezone": params.timezone, "charts": "html", "view": params.view,
@@ -80,7 +81,7 @@ def make_report(
         executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,
                                     log_dir=out / LOG_DIR, verbose=verbose)
     started = time.monotonic()
-    html_path = export_html(executed, out / "report.html", title=f"Incident report: {params.bundle.name}")
+    html_path = export_html(executed, out / "report.html", title=f"Incident report: {params.bundle_name}")
     say(f"wrote report.html ({html_path.stat().st_size / 1e6:.1f} MB, charts and their JavaScript inline) "
         f"in {time.monotonic() - started:.1f} s")
     findings = out / "findings.json"
@@ -93,23 +94,20 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     """Add the ``report`` arguments to ``parser`` (a sub-parser of ``stream-incident``) or a new one."""
     p = parser or argparse.ArgumentParser(prog="stream-incident report",
                                           description="Analyse a bundle and write a self-contained HTML report.")
-    p.add_argument("bundle", help="bundle directory, archive, or log file")
-    p.add_argument("--out", required=True, help="output directory (report.html, report.ipynb, findings.json, tables)")
-    p.add_argument("--from", dest="start", metavar="TIME", help="zoom the charts: start time, ISO 8601 (UTC unless given)")
-    p.add_argument("--to", dest="end", metavar="TIME", help="zoom the charts: end time, ISO 8601")
-    p.add_argument("--all", dest="view", action="store_const", const="all", default="incident",
-                   help="charts open on the whole log instead of the incident (findings and crashes with context)")
-    p.add_argument("--host", dest="hosts", action="append", metavar="HOST", help="only this host (repeatable)")
-    p.add_argument("--task", dest="tasks", action="append", metavar="TASK", help="only this task id (repeatable)")
-    p.add_argument("--app-id", help="only hosts running this application id")
-    p.add_argument("--timezone", default="UTC", help="time zone for chart axes (default UTC)")
-    add_analysis_arguments(p, timezone_flags=())
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--verbose", action="store_true",
-                   help="also show Spark's and the kernel's own log on the console (default: OUT/logs/ only)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER or local[*])")
-    g.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002 (default: $SPARK_REMOTE)")
+    add_command_arguments(p, out_help="output directory (report.html, report.ipynb, findings.json, tables)",
+                          out_required=True, detectors=True)
+    view = p.add_argument_group("view", "what the charts show (the analysis itself is the same)")
+    view.add_argument("--from", dest="start", metavar="TIME",
+                      help="zoom the charts: start time, ISO 8601 (UTC unless given)")
+    view.add_argument("--to", dest="end", metavar="TIME", help="zoom the charts: end time, ISO 8601")
+    view.add_argument("--all", dest="view", action="store_const", const="all", default="incident",
+                      help="charts open on the whole log instead of the incident (findings and crashes with context)")
+    view.add_argument("--host", dest="hosts", action="append", metavar="HOST", help="only this host (repeatable)")
+    view.add_argument("--task", dest="tasks", action="append", metavar="TASK", help="only this task id (repeatable)")
+    view.add_argument("--app-id", help="only hosts running this application id")
+    # --timezone is the logs' zone on every analysis command; the charts' zone has a name of its own.
+    view.add_argument("--chart-timezone", default="UTC", metavar="ZONE",
+                      help="time zone of the chart axes (default UTC); the logs' zone is --timezone/--log-timezone")
     return p
 
 
@@ -127,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         files = make_report(args.bundle, args.out, time_window=window, hosts=args.hosts, tasks=args.tasks,
                             app_id=args.app_id, spark_master=args.master, spark_remote=args.remote,
-                            timezone=args.timezone, view=getattr(args, "view", "incident"), progress=say,
+                            timezone=args.chart_timezone, view=getattr(args, "view", "incident"), progress=say,
                             verbose=verbose, options=options_from_args(args))
     except ParameterError as exc:
         print(f"stream-incident: {exc}", file=sys.stderr)
@@ -139,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
           f"      {files.html.parent / LOG_DIR}/ (Spark and kernel logs)")
     ingest = json.loads(files.findings.read_text(encoding="utf-8")).get("ingest") or {}
     if ingest.get("status") == "empty":  # unusable input, as for every command; the report's verdict says so too
-        print(f"stream-incident: {ingest['message']} ({args.bundle}); the report's verdict says so", file=sys.stderr)
+        print(f"stream-incident: {ingest['message']} ({', '.join(args.bundle)}); the report's verdict says so", file=sys.stderr)
         return 2
     hint = None if resolve_target(args.master, args.remote)[0] == "remote" else warm_up_hint()
     if hint:

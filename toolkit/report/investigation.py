@@ -85,8 +85,9 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> R
     threading.Thread(target=importlib.import_module, args=("toolkit.viz",), name="import-viz", daemon=True).start()
     say("starting Spark")
     spark = get_spark(master=params.spark_master, remote=params.spark_remote,
-                      log_file=spark_log_file(params.out_dir), input_bytes=input_bytes([params.bundle]))
-    inv = run(spark, params.bundle, params.out_dir, params.options, progress=say)
+                      log_file=spark_log_file(params.out_dir), input_bytes=input_bytes(list(params.inputs)))
+    bundle = params.bundle if len(params.inputs) == 1 else list(params.inputs)
+    inv = run(spark, bundle, params.out_dir, params.options, progress=say)
     analysis, findings = inv.analysis, inv.findings
     notes: list[str] = []
     hosts = params.hosts

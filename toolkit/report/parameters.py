@@ -26,7 +26,11 @@ class ParameterError(ValueError):
 
 @dataclass(frozen=True)
 class ReportParameters:
-    """Validated report parameters (paths absolute, times UTC, lists normalised)."""
+    """Validated report parameters (paths absolute, times UTC, lists normalised).
+
+    ``bundle`` is the bundle's (first) path; ``bundles`` every path when several are read as one bundle.
+    ``timezone`` is the zone of the chart axes (``report --chart-timezone``); the logs' zone is
+    ``options.log_timezone``."""
 
     bundle: Path
     out_dir: Path
@@ -40,12 +44,27 @@ class ReportParameters:
     charts: str = "svg"
     view: str = "incident"
     options: AnalysisOptions = AnalysisOptions()
+    bundles: tuple[Path, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[Path, ...]:
+        """Every path of the bundle (one, unless several were given)."""
+        return self.bundles or (self.bundle,)
+
+    @property
+    def bundle_name(self) -> str:
+        """The bundle's name in titles and the verdict: its folder or file name(s)."""
+        return ", ".join(path.name for path in self.inputs)
+
+    def bundle_parameter(self) -> str | list[str]:
+        """The bundle as the notebook's ``bundle`` parameter: one path, or a list of them."""
+        return str(self.bundle) if len(self.inputs) == 1 else [str(path) for path in self.inputs]
 
     def as_table(self) -> pd.DataFrame:
         """The parameters as a two-column table for the report."""
         window = ("all" if not self.time_window else
                   f"{_fmt(self.time_window[0]) or '…'} → {_fmt(self.time_window[1]) or '…'}")
-        rows = [("bundle", str(self.bundle)), ("out_dir", str(self.out_dir)), ("time_window (UTC)", window),
+        rows = [("bundle", ", ".join(str(path) for path in self.inputs)), ("out_dir", str(self.out_dir)), ("time_window (UTC)", window),
                 ("hosts", ", ".join(self.hosts) if self.hosts else "all"),
                 ("tasks", ", ".join(self.tasks) if self.tasks else "all"),
                 ("app_id", self.app_id or "any"),
@@ -113,11 +132,14 @@ def validate_parameters(
     the same for every entry point; the others only choose what the report shows."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-    if not bundle or not isinstance(bundle, (str, os.PathLike)):
+    # One path, or several read as one bundle (``report A B --out OUT``, a list in the notebook).
+    paths = list(bundle) if isinstance(bundle, (list, tuple)) and bundle else [bundle]
+    if not all(path and isinstance(path, (str, os.PathLike)) for path in paths):
         raise ParameterError("bundle must be the path of a bundle directory, archive or log file.")
-    bundle_path = Path(bundle).expanduser().resolve()
-    if not bundle_path.exists():
-        raise ParameterError(f"bundle {str(bundle)!r} does not exist (looked at {bundle_path}).")
+    bundle_paths = [Path(path).expanduser().resolve() for path in paths]
+    for path, bundle_path in zip(paths, bundle_paths):
+        if not bundle_path.exists():
+            raise ParameterError(f"bundle {str(path)!r} does not exist (looked at {bundle_path}).")
     if not out_dir or not isinstance(out_dir, (str, os.PathLike)):
         raise ParameterError("out_dir must be the path of a directory for the report and its tables.")
     out_path = Path(out_dir).expanduser().resolve()
@@ -169,7 +191,8 @@ def validate_parameters(
         raise ParameterError(f"charts must be one of {', '.join(CHART_MODES)}, not {charts!r}.")
     if view not in VIEWS:
         raise ParameterError(f"view must be one of {', '.join(VIEWS)}, not {view!r}.")
-    return ReportParameters(bundle=bundle_path, out_dir=out_path, time_window=window,
+    return ReportParameters(bundle=bundle_paths[0], bundles=tuple(bundle_paths) if len(bundle_paths) > 1 else (),
+                            out_dir=out_path, time_window=window,
                             hosts=_names(hosts, "hosts"), tasks=_names(tasks, "tasks"),
                             app_id=app_id.strip() if app_id else None, spark_master=spark_master or None,
                             spark_remote=spark_remote or None, timezone=str(timezone), charts=charts,

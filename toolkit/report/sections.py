@@ -337,7 +337,7 @@ def show_verdict(inv: ReportView) -> None:
 
     display = _display()
     with section("the verdict", display):
-        display(HTML(verdict_html(inv.findings, inv.params.bundle.name, inv.analysis.ingest.readability(),
+        display(HTML(verdict_html(inv.findings, inv.params.bundle_name, inv.analysis.ingest.readability(),
                                   outside=inv.outside, scope=inv.scope_text())))
         for note in inv.notes:
             display(HTML(f"<p><i>{html.escape(note)}</i></p>"))
