@@ -344,6 +344,8 @@ def test_an_export_sorted_in_many_runs_is_rewritten_as_in_one(tmp_path, monkeypa
     monkeypatch.setattr(rewrite, "RUN_BYTES", 2000)
     monkeypatch.setattr(rewrite, "_NUMBER_BATCH", 7)
     monkeypatch.setattr(rewrite._Spilling, "BATCH", 3)
+    monkeypatch.setattr(rewrite, "_MERGE_FAN_IN", 3)  # merged in passes, as a thousand exports would be
+    monkeypatch.setattr(rewrite, "_OPEN_WRITERS", 1)  # writers closed and reopened between entries
     assert rewritten("in-runs") == whole
     assert len(runs) > 20
     assert whole[1] == [("a.jsonl", "1 of 401 lines are not Grafana Loki (logcli query --output=jsonl) entries: "
@@ -406,3 +408,40 @@ def test_a_rerun_links_the_exports_an_earlier_run_rewrote(tmp_path, monkeypatch)
                                          "query.jsonl#orders-agg-1"]
     assert len(cache_admin.entries(cache)) == 2
     assert opened("fifth") == changed
+
+
+def test_a_line_no_encoding_can_write_is_written_escaped(tmp_path):
+    """A JSON escape can make a lone surrogate, which UTF-8 cannot hold: the line is kept, written as the same
+    JSON escape."""
+    bundle_dir = tmp_path / "bundle"
+    bundle_dir.mkdir()
+    line = json.dumps({"labels": {"pod": "orders-agg-1"}, "line": "value \ud800 end",
+                       "timestamp": "2024-03-07T14:02:11.412000000+01:00"})
+    (bundle_dir / "query.jsonl").write_text(line + "\n", encoding="utf-8")
+    bundle = open_bundle(bundle_dir, tmp_path / "work")
+    assert "\\ud800" in bundle.logs[0].local_path.read_bytes().decode("utf-8")
+    assert [w["log"] for w in lines_of(bundle.logs[0].local_path)] == ["value \ud800 end\n"]
+
+
+def test_kept_json_documents_depend_on_every_json_document_of_the_bundle(tmp_path):
+    """JSON documents share the driver's budget, so one read or not depends on the others: a changed document of
+    another format changes the key of every JSON-document format, not that of JSON-lines exports."""
+    from toolkit.bundle.export_cache import group_keys
+    from toolkit.bundle.exports import PendingExport
+    from toolkit.bundle.model import Bundle
+
+    formats = formats_by_id()
+    files = {name: tmp_path / name for name in ("a.json", "b.json", "c.jsonl")}
+    for path in files.values():
+        path.write_text("{}", encoding="utf-8")
+    pending = {"elasticsearch-search": [PendingExport("a.json", files["a.json"], "h", 2,
+                                                      formats["elasticsearch-search"])],
+               "cloudwatch-events": [PendingExport("b.json", files["b.json"], "h", 2, formats["cloudwatch-events"])],
+               "loki-jsonl": [PendingExport("c.jsonl", files["c.jsonl"], "h", 2, formats["loki-jsonl"])]}
+    bundle = Bundle(root=tmp_path, work_dir=tmp_path / "work")
+    before = group_keys(bundle, pending)
+    files["b.json"].write_text('{"events": []}', encoding="utf-8")
+    after = group_keys(bundle, pending)
+    assert after["elasticsearch-search"] != before["elasticsearch-search"]
+    assert after["cloudwatch-events"] != before["cloudwatch-events"]
+    assert after["loki-jsonl"] == before["loki-jsonl"]

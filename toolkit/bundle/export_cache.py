@@ -45,6 +45,8 @@ class FileResult:
     plain: bool = False
     #: characters of JSON document the driver read (the bundle's budget for them)
     document_chars: int = 0
+    #: False when the result may not hold next time (the file could not be read from disk): never kept
+    lasting: bool = True
 
 
 def host_file_name(host: str) -> str:
@@ -78,15 +80,31 @@ def _content_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def group_key(bundle: Bundle, items: list[PendingExport]) -> str | None:
-    """The cache key of one format's exports (in the order they are read); None when a file cannot be read."""
-    parts = [_code_digest(), repr(bundle.defaults), repr(sorted(bundle.hosts.items()))]
-    try:
+def group_keys(bundle: Bundle, groups: dict[str, list[PendingExport]]) -> dict[str, str | None]:
+    """The cache key of each format's exports (in the order they are read); None when a file cannot be read.
+
+    JSON documents share one budget of characters the driver reads (the JSON evidence limits), so whether one is
+    read depends on the others: every JSON-document export of the bundle is part of their keys."""
+    base = [_code_digest(), repr(bundle.defaults), repr(sorted(bundle.hosts.items()))]
+    digests: dict[str, str | None] = {}
+    for items in groups.values():
         for item in items:
-            parts += [item.source, item.host, item.format.id, str(item.gzip), _content_digest(item.path)]
-    except OSError:
-        return None
-    return hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()
+            try:
+                digests[item.source] = _content_digest(item.path)
+            except OSError:
+                digests[item.source] = None
+    documents = [p for p in (i for items in groups.values() for i in items) if p.format.container == "json-document"]
+    shared = [f"{p.source}={digests[p.source]}" for p in sorted(documents, key=lambda p: p.source)]
+    keys: dict[str, str | None] = {}
+    for fmt_id, items in groups.items():
+        if any(digests[item.source] is None for item in items):
+            keys[fmt_id] = None
+            continue
+        parts = base + (shared if items[0].format.container == "json-document" else [])
+        for item in items:
+            parts += [item.source, item.host, item.format.id, str(item.gzip), digests[item.source] or ""]
+        keys[fmt_id] = hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()
+    return keys
 
 
 def restore(cache_dir: Path, key: str, bundle: Bundle, exports_dir: Path) -> dict[str, FileResult] | None:
@@ -120,22 +138,25 @@ def restore(cache_dir: Path, key: str, bundle: Bundle, exports_dir: Path) -> dic
 def store(cache_dir: Path, key: str, results: list[FileResult], exports_dir: Path) -> None:
     """Keep one format's rewritten exports under ``key`` (best effort: a full disk leaves no entry)."""
     entry = cache_dir / key
-    if (entry / COMPLETE).is_file():
+    if (entry / COMPLETE).is_file() or not all(r.lasting for r in results):
         return
     building = cache_dir / f"{key}.{os.getpid()}.tmp"
     try:
         shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
         for result in results:
             for name in _file_names(result):
                 target = export_folder(building, result.source) / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _link_or_copy(export_folder(exports_dir, result.source) / name, target)
-        building.mkdir(parents=True, exist_ok=True)
         (building / MANIFEST).write_text(json.dumps({"files": [asdict(r) for r in results]}), encoding="utf-8")
+        # Complete before it is published: a folder without the marker is only ever a leftover.
+        (building / COMPLETE).touch()
         if entry.exists() and not (entry / COMPLETE).is_file():
-            shutil.rmtree(entry, ignore_errors=True)  # a leftover of a run that stopped while keeping it
+            stale = cache_dir / f"{key}.{os.getpid()}.stale.tmp"
+            os.replace(entry, stale)  # out of the way at once, then deleted
+            shutil.rmtree(stale, ignore_errors=True)
         os.replace(building, entry)  # fails when another run kept the same entry meanwhile: theirs stays
-        (entry / COMPLETE).touch()
     except OSError:
         shutil.rmtree(building, ignore_errors=True)
 
@@ -151,5 +172,5 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-__all__ = ["CACHE_FOLDER", "FileResult", "entries_file_name", "export_folder", "group_key", "host_file_name",
+__all__ = ["CACHE_FOLDER", "FileResult", "entries_file_name", "export_folder", "group_keys", "host_file_name",
            "restore", "store"]

@@ -3,24 +3,28 @@ in bounded driver memory.
 
 An export can be larger than the driver's memory, is often newest first, and overlaps other exports of the
 same platform. Each file is read once as a stream and spilled in its own order to a scratch file; then sorted
-in runs of at most :data:`RUN_BYTES` of text; then the runs of every file of one format are merged per host,
-so an entry another file of that format already held (same host, instant and text) is dropped as it passes,
-and each kept entry is written to its file's host log. Memory holds one run, the merge's heads and the entries
-of one host and instant, whatever the export's size.
+in runs of at most :data:`RUN_BYTES` of text; then the runs of every file of one format are merged per host
+(in passes when there are many), so an entry another file of that format already held (same host, instant and
+text) is dropped as it passes, and each kept entry is written to its file's host log. Memory holds one run, a
+batch of each run being merged and the entries of one host and instant; a file that alternates entries with
+and without an instant also keeps a small record per stretch without one.
 
-The order is the one the toolkit has always given: per host by the platform's instant, then by the shipper's
-own tie-break number, then by the file's order (backwards for ties when the file runs newest first, unless the
-platform keeps ties as they came); an entry without an instant stays beside its neighbour of the file's order.
+The order: per host by the platform's instant, then by the shipper's own tie-break number, then by the file's
+order (backwards for ties when the file runs newest first, unless the platform keeps ties as they came). An
+entry without an instant stays beside its neighbour in the order the file is read. Both the direction and the
+neighbour are the file's as read, duplicates included: what an earlier export also held does not change them.
 """
 
 from __future__ import annotations
 
 import csv
 import heapq
+import io
 import json
 import pickle
 import re
-from collections import Counter
+from array import array
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -39,6 +43,10 @@ from toolkit.bundle.model import Bundle, IngestProblem, LogFile
 RUN_BYTES = 64 << 20
 #: Entry numbers collected before a batch of the entries table is written.
 _NUMBER_BATCH = 1 << 20
+#: Writers with their files open at once, and runs a merge reads at once (each is a file handle; a format may
+#: have a thousand exports, one per log stream or hour).
+_OPEN_WRITERS = 64
+_MERGE_FAN_IN = 64
 #: How many entries rendered without a zone vote on the zone they were rendered in.
 _ZONE_VOTERS = 5000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -88,6 +96,9 @@ class _Spill:
     tally: Tally
     raw: Path
     total: int = 0
+    #: the file's first and last (host, instant) that has an instant, which tell whether it runs newest first
+    first: tuple[str, tuple[int, bool]] | None = None
+    last: tuple[str, tuple[int, bool]] | None = None
     backwards: bool = False
     hosts: dict[str, _HostCarry] = field(default_factory=dict)
     #: the rendering zone's offset from UTC in seconds, when the lines' own stamps agree on one
@@ -105,7 +116,6 @@ def _read(spill: _Spill, budget: list[int], zone_of: Callable[[str], ZoneInfo]) 
     item = spill.item
     votes: Counter = Counter()
     voters = 0
-    first = last = None
     with _Spilling(spill.raw) as out:
         for entry in read_entries(item.format, item, spill.tally, budget):
             host = entry.host or item.host
@@ -113,8 +123,8 @@ def _read(spill: _Spill, budget: list[int], zone_of: Callable[[str], ZoneInfo]) 
             shipped = None
             if entry.shipped is not None:
                 shipped = (_micros(entry.shipped), entry.shipped.tzinfo is None)
-                first = first or shipped
-                last = shipped
+                spill.first = spill.first or (host, shipped)
+                spill.last = (host, shipped)
                 carry.stamped += 1
                 if carry.stamped in carry.wanted:
                     carry.wanted[carry.stamped] = shipped
@@ -129,8 +139,6 @@ def _read(spill: _Spill, budget: list[int], zone_of: Callable[[str], ZoneInfo]) 
                      carry.stamped, entry.tie, entry.text))
             carry.entries += 1
             spill.total += 1
-    # As printed: a zone decided later moves every zone-less instant of a host alike.
-    spill.backwards = first is not None and last is not None and first[0] > last[0]
     if votes:
         offset, count = votes.most_common(1)[0]
         if count * 2 > sum(votes.values()):
@@ -170,22 +178,25 @@ class _Spilling:
     """Records written to a scratch file in batches, each batch its own pickle (one long pickle stream would keep
     every record it read in the reader's memo)."""
 
-    #: records a batch: a merge holds one batch of every run, so a small one keeps many runs cheap
+    #: records, and characters of text, a batch: a merge holds one batch of every run it reads
     BATCH = 512
+    BATCH_TEXT = 1 << 20
 
     def __init__(self, path: Path) -> None:
         self._out = path.open("wb")
         self._batch: list[tuple] = []
+        self._held = 0
 
     def add(self, record: tuple) -> None:
         self._batch.append(record)
-        if len(self._batch) >= self.BATCH:
+        self._held += len(record[-1])
+        if len(self._batch) >= self.BATCH or self._held >= self.BATCH_TEXT:
             self._flush()
 
     def _flush(self) -> None:
         if self._batch:
             pickle.dump(self._batch, self._out, protocol=pickle.HIGHEST_PROTOCOL)
-            self._batch = []
+            self._batch, self._held = [], 0
 
     def __enter__(self) -> _Spilling:
         return self
@@ -208,6 +219,9 @@ def _records(path: Path) -> Iterator[tuple]:
 def _sort_runs(spill: _Spill, scratch: Path, zone_of: Callable[[str], ZoneInfo]) -> None:
     """Sort the scratch file into runs ordered by (host, instant, tie, position)."""
     resolve = _resolver(spill, zone_of)
+    # The file as read, duplicates and all: its direction is the file's, whatever an earlier file also held.
+    spill.backwards = (spill.first is not None and spill.last is not None
+                       and resolve(*spill.first) > resolve(*spill.last))
     reverse_ties = spill.backwards and not spill.item.format.ties_in_file_order
     run: list[tuple] = []
     held = 0
@@ -241,26 +255,25 @@ def _write_run(run: list[tuple], path: Path) -> Path:
 
 
 class _HostWriter:
-    """One host's rewritten file of one export and its table of entry numbers, written as entries arrive."""
+    """One host's rewritten file of one export and its table of entry numbers, written as entries arrive.
+
+    A format's exports may be many (a dump per log stream or per hour), so a writer can be suspended (its files
+    closed) and resumed: the log is appended to, and the entry numbers go to a binary scratch file that becomes
+    the parquet table when the writer is closed."""
 
     def __init__(self, path: Path, entries_path: Path, source: str) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self._pa = pa
         self.path, self.entries_path, self.source = path, entries_path, source
-        for old in (path, entries_path):  # never write through a link to a kept copy (export_cache)
+        self._numbers_path = entries_path.with_name(entries_path.name + ".numbers")
+        for old in (path, entries_path, self._numbers_path):  # never write through a link to a kept copy
             old.unlink(missing_ok=True)
-        self._out = path.open("w", encoding="utf-8", newline="\n")
-        self._schema = pa.schema([("source", pa.string()), ("line_no", pa.int64()), ("entry", pa.int64()),
-                                  ("entry_start", pa.bool_())])
-        self._table = pq.ParquetWriter(entries_path, self._schema)
-        self._numbers: list[int] = []
-        self._lines = 0
-        self._previous: int | None = None
+        self._out: io.TextIOBase | None = None
+        self._numbers = array("q")
 
     def write(self, number: int, shipped: int | None, text: str) -> None:
         """Write one entry as runtime JSON lines, one per printed line."""
+        if self._out is None:
+            # A line that cannot be encoded (a lone surrogate a JSON escape made) is written escaped.
+            self._out = self.path.open("a", encoding="utf-8", errors="backslashreplace", newline="\n")
         # {"log": line, "stream": "stdout", "time": shipped, "entry": number} as compact JSON, built by hand: this
         # runs once per line of a multi-GB export
         tail = (f',"stream":"stdout","time":"{_stamp(shipped)}","entry":{number}}}\n' if shipped is not None
@@ -269,63 +282,135 @@ class _HostWriter:
             self._out.write('{"log":' + _json_string(line + "\n") + tail)
             self._numbers.append(number)
         if len(self._numbers) >= _NUMBER_BATCH:
-            self._flush()
+            self._spill_numbers()
 
-    def _flush(self) -> None:
-        pa = self._pa
-        numbers = self._numbers
-        starts = [n != (numbers[i - 1] if i else self._previous) for i, n in enumerate(numbers)]
-        self._table.write_table(pa.table({
-            "source": pa.array([self.source] * len(numbers), pa.string()),
-            "line_no": pa.array(range(self._lines + 1, self._lines + len(numbers) + 1), pa.int64()),
-            "entry": pa.array(numbers, pa.int64()), "entry_start": pa.array(starts, pa.bool_())}, schema=self._schema))
-        self._lines += len(numbers)
-        self._previous = numbers[-1] if numbers else self._previous
-        self._numbers = []
+    def _spill_numbers(self) -> None:
+        with self._numbers_path.open("ab") as out:
+            self._numbers.tofile(out)
+        self._numbers = array("q")
+
+    def suspend(self) -> None:
+        """Close the files until the next write."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        if self._numbers:
+            self._spill_numbers()
 
     def close(self) -> None:
-        self._out.close()
-        if self._numbers or not self._lines:
-            self._flush()
-        self._table.close()
+        """Finish the log and write the table of entry numbers (one row per line, in batches)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.suspend()
+        schema = pa.schema([("source", pa.string()), ("line_no", pa.int64()), ("entry", pa.int64()),
+                            ("entry_start", pa.bool_())])
+        lines, previous = 0, None
+        with pq.ParquetWriter(self.entries_path, schema) as table, self._numbers_path.open("rb") as stream:
+            while True:
+                numbers = array("q")
+                try:
+                    numbers.fromfile(stream, _NUMBER_BATCH)
+                except EOFError:  # the last, short batch (read all the same)
+                    pass
+                if not numbers:
+                    break
+                starts = [n != (numbers[i - 1] if i else previous) for i, n in enumerate(numbers)]
+                table.write_table(pa.table({
+                    "source": pa.array([self.source] * len(numbers), pa.string()),
+                    "line_no": pa.array(range(lines + 1, lines + len(numbers) + 1), pa.int64()),
+                    "entry": pa.array(numbers, pa.int64()), "entry_start": pa.array(starts, pa.bool_())},
+                    schema=schema))
+                lines, previous = lines + len(numbers), numbers[-1]
+        self._numbers_path.unlink()
 
 
-def _merged(spills: list[_Spill]) -> Iterator[tuple]:
-    """Every run of these files in one stream ordered by (host, instant, file, tie, position)."""
-    def keyed(spill: _Spill, run: Path) -> Iterator[tuple]:
+class _Writers:
+    """The open writers of one host, at most :data:`_OPEN_WRITERS` with their files open (least recently used
+    suspended first)."""
+
+    def __init__(self) -> None:
+        self._all: OrderedDict[tuple[int, str], _HostWriter] = OrderedDict()
+        self._open: OrderedDict[tuple[int, str], None] = OrderedDict()
+
+    def get(self, key: tuple[int, str], make: Callable[[], _HostWriter]) -> _HostWriter:
+        writer = self._all.get(key)
+        if writer is None:
+            writer = self._all[key] = make()
+        self._open[key] = None
+        self._open.move_to_end(key)
+        if len(self._open) > _OPEN_WRITERS:
+            self._all[self._open.popitem(last=False)[0]].suspend()
+        return writer
+
+    def close(self) -> list[tuple[int, str]]:
+        """Close every writer; returns their keys."""
+        keys = list(self._all)
+        for writer in self._all.values():
+            writer.close()
+        self._all.clear()
+        self._open.clear()
+        return keys
+
+
+def _merged(spills: list[_Spill], scratch: Path) -> Iterator[tuple]:
+    """Every run of these files in one stream ordered by (host, instant, file, tie, position); more runs than
+    :data:`_MERGE_FAN_IN` are first merged in passes into fewer (each open run is a file handle)."""
+    runs = [(s.index, run) for s in spills for run in s.runs]
+    passes = 0
+    while len(runs) > _MERGE_FAN_IN:
+        merged = []
+        for start in range(0, len(runs), _MERGE_FAN_IN):
+            path = scratch / f"merge-{passes}-{start}.run"
+            with _Spilling(path) as out:
+                for _, index, record in _heads(runs[start:start + _MERGE_FAN_IN]):
+                    out.add((index, *record))  # the text stays last, where a batch counts its size
+            for _, used in runs[start:start + _MERGE_FAN_IN]:
+                used.unlink()
+            merged.append((None, path))
+        runs, passes = merged, passes + 1
+    by_index = {s.index: s for s in spills}
+    for key, index, record in _heads(runs):
+        yield key, by_index[index], record
+
+
+def _heads(runs: list[tuple[int | None, Path]]) -> Iterator[tuple]:
+    """(merge key, file index, record) of ``runs`` in merge order; a run of a merge pass carries its records'
+    file index (its own index is None)."""
+    def keyed(index: int | None, run: Path) -> Iterator[tuple]:
         for r in _records(run):
-            yield (r[0], r[1], spill.index, r[2], r[3]), spill, r
+            i, r = (index, r) if index is not None else (r[0], r[1:])
+            yield (r[0], r[1], i, r[2], r[3]), i, r
 
-    return heapq.merge(*(keyed(s, run) for s in spills for run in s.runs), key=lambda k: k[0])
+    return heapq.merge(*(keyed(index, run) for index, run in runs), key=lambda k: k[0])
 
 
-def _merge_format(spills: list[_Spill], folder_of: Callable[[_Spill], Path]) -> None:
+def _merge_format(spills: list[_Spill], folder_of: Callable[[_Spill], Path], scratch: Path) -> None:
     """Write each file's kept entries per host; an entry that an earlier file of the format holds as often (same
     host, instant and text) is dropped. One query never returns an entry twice (a stack's repeated frames are
     separate entries), so only earlier files count."""
-    writers: dict[tuple[int, str], _HostWriter] = {}
+    writers = _Writers()
+    by_index = {s.index: s for s in spills}
     current_host = None
 
     def emit(spill: _Spill, record: tuple) -> None:
         host, number, own, text = record[0], record[4], record[5], record[6]
-        writer = writers.get((spill.index, host))
-        if writer is None:
+
+        def make() -> _HostWriter:
             folder = folder_of(spill)
-            source = f"{spill.item.source}#{host}"
-            writer = writers[(spill.index, host)] = _HostWriter(folder / host_file_name(host),
-                                                                folder / entries_file_name(host), source)
-        writer.write(number, own, text)
+            return _HostWriter(folder / host_file_name(host), folder / entries_file_name(host),
+                               f"{spill.item.source}#{host}")
+
+        writers.get((spill.index, host), make).write(number, own, text)
         spill.kept[host] += 1
 
     def close_host() -> None:
-        for (index, host), writer in list(writers.items()):
-            writer.close()
-            next(s for s in spills if s.index == index).written.add(host)
-        writers.clear()
+        for index, host in writers.close():
+            by_index[index].written.add(host)
 
     group_key, group = None, []
     alone = len(spills) == 1
-    for key, spill, record in _merged(spills):
+    for key, spill, record in _merged(spills, scratch):
         if key[0] != current_host:
             _emit_group(group, emit)
             group, group_key = [], None
@@ -344,6 +429,9 @@ def _merge_format(spills: list[_Spill], folder_of: Callable[[_Spill], Path]) -> 
         group.append((spill, record))
     _emit_group(group, emit)
     close_host()
+    for spill in spills:  # the runs are read: free their space before the next format
+        for run in spill.runs:
+            run.unlink(missing_ok=True)
 
 
 def _emit_group(group: list[tuple[_Spill, tuple]], emit: Callable[[_Spill, tuple], None]) -> None:
@@ -394,7 +482,7 @@ def convert_exports(bundle: Bundle, pending: list[PendingExport], cache_dir: Pat
     groups: dict[str, list[PendingExport]] = {}
     for item in ordered:
         groups.setdefault(item.format.id, []).append(item)
-    keys = {fmt_id: export_cache.group_key(bundle, items) if cache_dir else None for fmt_id, items in groups.items()}
+    keys = export_cache.group_keys(bundle, groups) if cache_dir else dict.fromkeys(groups)
     results: dict[str, FileResult] = {}
     for fmt_id, key in keys.items():
         kept = export_cache.restore(cache_dir, key, bundle, exports_dir) if key else None
@@ -434,14 +522,15 @@ def _rewrite(bundle: Bundle, ordered: list[PendingExport], fresh: list[PendingEx
                 what = "too large to read as one JSON document" if isinstance(exc, DocumentTooLarge) else "not readable"
                 results[item.source] = FileResult(item.source, [(f"{item.format.platform} export {what}: read as a "
                                                                  "plain log", str(exc)[:300])], plain=True,
-                                                  document_chars=before - budget[0])
+                                                  document_chars=before - budget[0],
+                                                  lasting=not isinstance(exc, OSError))
                 continue
             _sort_runs(spill, scratch, zone_of)
             spill.document_chars = before - budget[0]
             spills.append(spill)
         for fmt_id in dict.fromkeys(s.item.format.id for s in spills):
             _merge_format([s for s in spills if s.item.format.id == fmt_id],
-                          lambda s: _folder(exports_dir, s.item.source))
+                          lambda s: _folder(exports_dir, s.item.source), scratch)
     for spill in spills:
         results[spill.item.source] = FileResult(
             spill.item.source, _problems(spill.item, spill.tally, spill.total),
