@@ -107,7 +107,7 @@ def group_keys(bundle: Bundle, groups: dict[str, list[PendingExport]]) -> dict[s
     return keys
 
 
-def restore(cache_dir: Path, key: str, bundle: Bundle, exports_dir: Path) -> dict[str, FileResult] | None:
+def restore(cache_dir: Path, key: str, exports_dir: Path) -> dict[str, FileResult] | None:
     """Link a kept entry's rewritten files into ``exports_dir`` and return its results; None when there is none
     (or it cannot be used)."""
     entry = cache_dir / key

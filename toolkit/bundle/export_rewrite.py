@@ -485,7 +485,7 @@ def convert_exports(bundle: Bundle, pending: list[PendingExport], cache_dir: Pat
     keys = export_cache.group_keys(bundle, groups) if cache_dir else dict.fromkeys(groups)
     results: dict[str, FileResult] = {}
     for fmt_id, key in keys.items():
-        kept = export_cache.restore(cache_dir, key, bundle, exports_dir) if key else None
+        kept = export_cache.restore(cache_dir, key, exports_dir) if key else None
         if kept is not None and set(kept) == {item.source for item in groups[fmt_id]}:
             results.update(kept)
     fresh = [item for item in ordered if item.source not in results]

@@ -377,7 +377,7 @@ def _entry(fmt: ExportFormat, number: int, obj: dict, tally: Tally) -> Entry:
     if host is None:
         tally.no_host += 1
     stamp = next((v for v in (lookup(fields, key) for key in fmt.shipped) if v is not None), None)
-    # A stamp without a zone that the platform rendered in a viewer's zone stays naive here (see _resolve_naive).
+    # A stamp without a zone that the platform rendered in a viewer's zone stays naive here (its zone: export_rewrite._vote).
     zone = None if fmt.naive_zone == "host" else timezone.utc
     if terminated:
         text = text.removesuffix("\n").removesuffix("\r")
