@@ -205,3 +205,23 @@ def test_a_bundle_of_empty_log_files_says_what_it_holds(tmp_path, capsys):
     assert code == EXIT_USAGE
     _one_sentence(err, f"no log line found in {tmp_path / 'incident'}: its 1 log file is empty and it holds no "
                        "state evidence (1 not read, e.g. orders-agg-0/app.log: empty file)")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("case", ["zone typo", "unreachable master"])
+def test_report_learns_a_failure_inside_its_kernel_from_the_kernel_outcome(tmp_path, one_line_bundle, case):
+    """``report`` runs the analysis in a notebook kernel: an unusable bundle.toml found there is exit 2 and an
+    unreachable master exit 3, each with the kernel's one sentence (``OUT/logs/outcome.json``)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "SPARK_MASTER")}
+    argv = [sys.executable, "-m", "toolkit.cli", "report", str(one_line_bundle), "--out", str(tmp_path / "out"), "--quiet"]
+    if case == "zone typo":
+        (one_line_bundle / "bundle.toml").write_text(BAD_INPUTS[case][0])
+        code, message = EXIT_USAGE, BAD_INPUTS[case][2]
+    else:
+        argv += ["--master", "spark://127.0.0.1:1"]
+        code, message = EXIT_SPARK, "cannot reach the Spark master spark://127.0.0.1:1: 127.0.0.1:1 ("
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == code, proc.stderr
+    _one_sentence(proc.stderr, message)
+    outcome = (tmp_path / "out" / "logs" / "outcome.json").read_text()
+    assert '"status": "failed"' in outcome and f'"exit_code": {code}' in outcome

@@ -433,5 +433,5 @@ def test_on_off_switches_read_the_same_words(monkeypatch, value, expected):
         else:
             monkeypatch.setenv(name, value)
     want_verbose, want_archive = (False, True) if expected == "default" else (expected, expected)
-    assert spark.verbose() is want_verbose
+    assert spark.env_verbose() is want_verbose
     assert jvm.archive_enabled() is want_archive

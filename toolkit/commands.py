@@ -51,19 +51,16 @@ def spark_from_args(args: argparse.Namespace, out: str | Path | None = None):
     Spark's own log goes to ``OUT/logs/spark.log`` when the command writes to an output folder (``out``,
     default ``--out``), else to :func:`toolkit.spark.default_log_file`; ``--verbose`` also shows it on the
     console. The bundle's size (``args.bundle``, one or more paths) sizes the session."""
-    import os
-
     from toolkit.jvm import input_bytes
-    from toolkit.spark import VERBOSE_ENV, get_spark
+    from toolkit.spark import get_spark
 
-    if getattr(args, "verbose", False):
-        # The driver's log set-up reads it (toolkit.spark.verbose), as it does for the notebooks' sessions.
-        os.environ[VERBOSE_ENV] = "1"
     out = out or getattr(args, "out", None)
     log_file = Path(out) / "logs" / "spark.log" if out else None
     bundle = getattr(args, "bundle", None)
     size = input_bytes(bundle if isinstance(bundle, list) else [bundle]) if bundle else None
-    return get_spark(master=args.master, remote=args.remote, log_file=log_file, input_bytes=size)
+    # Without --verbose the environment's switch (STREAM_INCIDENT_VERBOSE) still applies.
+    return get_spark(master=args.master, remote=args.remote, log_file=log_file, input_bytes=size,
+                     verbose=True if getattr(args, "verbose", False) else None)
 
 
 def bundle_label(bundle: str | Path | Sequence[str | Path]) -> str:

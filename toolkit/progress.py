@@ -6,7 +6,7 @@ this module decides where those messages go:
 * :func:`console_progress` — one ``[  12.3s] message`` line per stage on stderr (the CLI);
 * :func:`notebook_progress` — one tqdm bar whose description is the current stage (notebooks);
 * :func:`file_progress` — one line per stage appended to a file, which ``stream-incident report``
-  follows while the report notebook runs in its kernel (``STREAM_INCIDENT_PROGRESS_FILE``).
+  follows while the report notebook runs in its kernel (:mod:`toolkit.report.channel`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 Progress = Callable[[str], None]
-
-#: Set by ``stream-incident report`` for the notebook kernel: where the kernel writes its stage lines.
-PROGRESS_FILE_ENV = "STREAM_INCIDENT_PROGRESS_FILE"
-
 
 def silent(_message: str) -> None:
     """A progress callback that shows nothing."""
@@ -65,10 +61,8 @@ def notebook_progress(description: str = "analysis") -> Progress:
 
 
 def default_progress() -> Progress:
-    """Inside ``stream-incident report``'s kernel: the progress file; in a notebook: a tqdm bar."""
-    target = os.environ.get(PROGRESS_FILE_ENV)
-    if target:
-        return file_progress(target)
+    """In a notebook: a tqdm bar; elsewhere: lines on stderr. (``stream-incident report``'s kernel writes to the
+    command's progress file instead: :meth:`toolkit.report.channel.KernelChannel.progress`.)"""
     if _in_kernel():
         return notebook_progress()
     return console_progress()

@@ -78,8 +78,8 @@ LOG_FILE_ENV = "STREAM_INCIDENT_LOG_FILE"
 VERBOSE_ENV = "STREAM_INCIDENT_VERBOSE"
 
 
-def verbose() -> bool:
-    """True when the user asked to see the engine's own log on the console."""
+def env_verbose() -> bool:
+    """True when the environment asks to see the engine's own log on the console (``STREAM_INCIDENT_VERBOSE``)."""
     return env_switch(VERBOSE_ENV, default=False)
 
 
@@ -89,13 +89,13 @@ def quote_java_option(value: str) -> str:
     return f'"{value}"' if any(c.isspace() for c in value) else value
 
 
-def _java_options(log_file: Path) -> str:
-    """Driver JVM options: UTC, and log4j2 writing to ``log_file`` (console only when verbose)."""
+def _java_options(log_file: Path, show_log: bool) -> str:
+    """Driver JVM options: UTC, and log4j2 writing to ``log_file`` (and to the console with ``show_log``)."""
     return " ".join([
         "-Duser.timezone=UTC",
         quote_java_option(f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"),
         quote_java_option(f"-Dstream_incident.log_file={log_file}"),
-        f"-Dstream_incident.console_level={'warn' if verbose() else 'off'}",
+        f"-Dstream_incident.console_level={'warn' if show_log else 'off'}",
     ])
 
 
@@ -266,6 +266,7 @@ def get_spark(
     conf: Mapping[str, str] | None = None,
     log_file: str | os.PathLike | None = None,
     input_bytes: int | None = None,
+    verbose: bool | None = None,
 ) -> SparkSession:
     """Create (or reuse) the session for this process.
 
@@ -275,11 +276,13 @@ def get_spark(
     the console shows only the toolkit's output; it applies when this call starts the driver JVM.
     ``input_bytes``: about how much the session will read (:func:`toolkit.jvm.input_bytes`); an
     embedded driver for a small input starts tuned for a short life (see :mod:`toolkit.jvm`).
+    ``verbose``: also show the engine's warnings on the console (``--verbose``; None: ``STREAM_INCIDENT_VERBOSE``).
     """
     kind, url = resolve_target(master, remote)
+    show_log = env_verbose() if verbose is None else verbose
     target = Path(log_file) if log_file else default_log_file()
     target.parent.mkdir(parents=True, exist_ok=True)
-    java = _java_options(target.resolve())
+    java = _java_options(target.resolve(), show_log)
     _check_reachable(kind, url)
     try:
         if kind == "remote":
@@ -294,7 +297,7 @@ def get_spark(
         builder = SparkSession.builder.master(url).appName(app_name)
         for key, value in session_settings(url, {**(conf or {}), "spark.driver.extraJavaOptions": java}).items():
             builder = builder.config(key, value)
-        with _jvm_console_to(None if verbose() else target):
+        with _jvm_console_to(None if show_log else target):
             return builder.getOrCreate()
     except Exception as exc:  # py4j/grpc errors are long; callers want one sentence
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

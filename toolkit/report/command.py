@@ -14,8 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +24,7 @@ from typing import Sequence
 from toolkit.bundle import mark_output_dir
 from toolkit.options import AnalysisOptions, add_command_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
+from toolkit.report.channel import EXIT_USAGE
 from toolkit.report.export import export_html, prepare_export
 from toolkit.report.investigation import LOG_DIR
 from toolkit.report.parameters import ParameterError, _fmt, validate_parameters
@@ -78,8 +77,9 @@ def make_report(
     load_notebook_engine()  # before the export thread: both import the Jupyter client
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="export") as ahead:
         ahead.submit(prepare_export)  # the kernel works meanwhile; the export then starts ready
-        executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,
-                                    log_dir=out / LOG_DIR, verbose=verbose)
+        executed = out / "report.ipynb"
+        outcome = execute_notebook(source, executed, parameters, cwd=out, progress=say, log_dir=out / LOG_DIR,
+                                   verbose=verbose)
     started = time.monotonic()
     html_path = export_html(executed, out / "report.html", title=f"Incident report: {params.bundle_name}")
     say(f"wrote report.html ({html_path.stat().st_size / 1e6:.1f} MB, charts and their JavaScript inline) "
@@ -87,7 +87,7 @@ def make_report(
     findings = out / "findings.json"
     if not findings.exists():
         raise ReportError(f"the notebook ran but did not write {findings}.")
-    return ReportFiles(html=html_path, notebook=executed, findings=findings)
+    return ReportFiles(html=html_path, notebook=executed, findings=findings, outcome=outcome)
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -115,12 +115,10 @@ def run(args: argparse.Namespace) -> int:
     """Run ``stream-incident report``; exit codes as the CLI's: 0 ok, 1 failed, 2 bad input (also a bundle with
     no log line and no state evidence: the report is written, its verdict says so), 3 no Spark."""
     from toolkit.jvm import warm_up_hint
-    from toolkit.spark import VERBOSE_ENV, resolve_target
+    from toolkit.spark import resolve_target
 
     say = console_progress(enabled=not args.quiet)
     verbose = bool(getattr(args, "verbose", False))
-    if verbose:
-        os.environ[VERBOSE_ENV] = "1"
     window = [args.start, args.end] if (args.start or args.end) else None
     try:
         files = make_report(args.bundle, args.out, time_window=window, hosts=args.hosts, tasks=args.tasks,
@@ -129,16 +127,18 @@ def run(args: argparse.Namespace) -> int:
                             verbose=verbose, options=options_from_args(args))
     except ParameterError as exc:
         print(f"stream-incident: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except ReportError as exc:
         print(f"stream-incident: {exc}", file=sys.stderr)
         return exc.exit_code
     print(f"Wrote {files.html}\n      {files.notebook}\n      {files.findings}\n"
           f"      {files.html.parent / LOG_DIR}/ (Spark and kernel logs)")
-    ingest = json.loads(files.findings.read_text(encoding="utf-8")).get("ingest") or {}
-    if ingest.get("status") == "empty":  # unusable input, as for every command; the report's verdict says so too
-        print(f"stream-incident: {ingest['message']} ({', '.join(args.bundle)}); the report's verdict says so", file=sys.stderr)
-        return 2
+    outcome = files.outcome
+    if outcome is not None and outcome.ingest_status == "empty":
+        # unusable input, as for every command; the report's verdict says so too
+        print(f"stream-incident: {outcome.ingest_message} ({', '.join(args.bundle)}); the report's verdict says so",
+              file=sys.stderr)
+        return EXIT_USAGE
     hint = None if resolve_target(args.master, args.remote)[0] == "remote" else warm_up_hint()
     if hint:
         say(hint)

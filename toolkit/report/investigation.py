@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkit.progress import Progress, default_progress
+from toolkit.report.channel import KernelOutcome, failures_reported
 from toolkit.report.parameters import ReportParameters
 
 #: Where, inside ``out_dir``, the engine's own logs go (Spark driver log, kernel output).
@@ -78,16 +79,23 @@ def investigate(params: ReportParameters, progress: Progress | None = None) -> R
     from toolkit.pipeline import run
     from toolkit.spark import get_spark
 
-    say = progress or default_progress()
+    channel = params.channel
+    say = progress or (channel.progress() if channel is not None else default_progress())
     t0 = time.monotonic()
     # The charts' module (Altair) takes seconds to import; it loads while Spark starts and works (mostly
     # waiting on the JVM).
     threading.Thread(target=importlib.import_module, args=("toolkit.viz",), name="import-viz", daemon=True).start()
     say("starting Spark")
-    spark = get_spark(master=params.spark_master, remote=params.spark_remote,
-                      log_file=spark_log_file(params.out_dir), input_bytes=input_bytes(list(params.inputs)))
     bundle = params.bundle if len(params.inputs) == 1 else list(params.inputs)
-    inv = run(spark, bundle, params.out_dir, params.options, progress=say)
+    with failures_reported(channel):
+        spark = get_spark(master=params.spark_master, remote=params.spark_remote,
+                          log_file=spark_log_file(params.out_dir), input_bytes=input_bytes(list(params.inputs)),
+                          verbose=channel.verbose if channel is not None else None)
+        inv = run(spark, bundle, params.out_dir, params.options, progress=say)
+    if channel is not None:
+        readability = inv.analysis.ingest.readability()
+        channel.write(KernelOutcome(status="analysed", ingest_status=readability["status"],
+                                    ingest_message=readability["message"]))
     analysis, findings = inv.analysis, inv.findings
     notes: list[str] = []
     hosts = params.hosts

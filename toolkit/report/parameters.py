@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 
 from toolkit.options import AnalysisOptions, options_from
+from toolkit.report.channel import ChannelError, KernelChannel, failures_reported
+from toolkit.report.errors import ParameterError
 
 #: ``svg``: static inline SVG only; ``html``: interactive Vega with its JavaScript inline and an SVG
 #: fallback (the offline HTML report); ``interactive``: a live widget in JupyterLab (offline, no CDN).
@@ -18,10 +20,6 @@ CHART_MODES = ("svg", "html", "interactive")
 
 #: ``incident``: charts open on the findings and crashes with context on both sides; ``all``: the whole log.
 VIEWS = ("incident", "all")
-
-
-class ParameterError(ValueError):
-    """A notebook or report parameter is unusable; the message is one sentence saying which and why."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +43,8 @@ class ReportParameters:
     view: str = "incident"
     options: AnalysisOptions = AnalysisOptions()
     bundles: tuple[Path, ...] = ()
+    #: set when ``stream-incident report`` runs the notebook: where its stage lines and outcome go
+    channel: KernelChannel | None = None
 
     @property
     def inputs(self) -> tuple[Path, ...]:
@@ -125,11 +125,29 @@ def validate_parameters(
     cache_dir: Any = None,
     redact: Any = True,
     detectors: Any = None,
+    command_channel: Any = None,
 ) -> ReportParameters:
     """Check the report parameters and return them normalised; raise :class:`ParameterError` otherwise.
 
     ``log_timezone`` … ``detectors`` are the analysis options (:class:`toolkit.options.AnalysisOptions`),
-    the same for every entry point; the others only choose what the report shows."""
+    the same for every entry point; the others only choose what the report shows. ``command_channel`` is set
+    by ``stream-incident report`` only (:class:`toolkit.report.channel.KernelChannel`): an unusable parameter is
+    then also written as the run's outcome."""
+    try:
+        channel = KernelChannel.from_parameter(command_channel)
+    except ChannelError as exc:
+        raise ParameterError(str(exc)) from None
+    with failures_reported(channel):
+        params = _validated(bundle, out_dir, time_window, hosts, tasks, app_id, spark_master, spark_remote, timezone,
+                            charts, view, log_timezone=log_timezone, work_dir=work_dir, use_cache=use_cache,
+                            cache_dir=cache_dir, redact=redact, detectors=detectors)
+    return replace(params, channel=channel)
+
+
+def _validated(bundle: Any, out_dir: Any, time_window: Any, hosts: Any, tasks: Any, app_id: Any, spark_master: Any,
+               spark_remote: Any, timezone: Any, charts: Any, view: Any, *, log_timezone: Any, work_dir: Any,
+               use_cache: Any, cache_dir: Any, redact: Any, detectors: Any) -> ReportParameters:
+    """:func:`validate_parameters` without the channel."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     # One path, or several read as one bundle (``report A B --out OUT``, a list in the notebook).

@@ -2,7 +2,8 @@
 
 papermill runs the notebook; the kernel's own stdout and stderr (ipykernel start-up notices, the
 Spark JVM's console, shutdown messages) go to ``OUT/logs/kernel.log`` instead of the terminal,
-unless ``--verbose``. Stage lines the kernel writes to a progress file are echoed as they come.
+unless ``--verbose``. What the command and the kernel tell each other (stage lines, the outcome, the verbosity)
+goes through :mod:`toolkit.report.channel`; stage lines are echoed as they come.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from toolkit.progress import PROGRESS_FILE_ENV, FollowFile, Progress
+from toolkit.progress import FollowFile, Progress
+from toolkit.report.channel import EXIT_FAILED, KernelChannel, KernelOutcome
 from toolkit.shipped import IMPORT_ROOT
 
 #: The folder holding the ``toolkit`` package, put on the kernel's ``PYTHONPATH``.
@@ -33,22 +35,19 @@ class ReportError(RuntimeError):
     3 no Spark session, 1 anything else.
     """
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
 
-#: Exceptions raised inside the notebook that mean bad input or no Spark rather than a bug.
-_EXIT_CODE_OF = {"BundleError": 2, "ParameterError": 2, "SparkUnavailable": 3}
-
-
 @dataclass(frozen=True)
 class ReportFiles:
-    """What ``make_report`` wrote."""
+    """What ``make_report`` wrote, and how the kernel's analysis ended."""
 
     html: Path
     notebook: Path
     findings: Path
+    outcome: KernelOutcome | None = None
 
 
 def _same_interpreter(argv0: str) -> bool:
@@ -137,36 +136,34 @@ def load_notebook_engine() -> None:
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
                      progress: Progress | None = None, timeout_s: int = 1800,
-                     log_dir: Path | None = None, verbose: bool = False) -> Path:
+                     log_dir: Path | None = None, verbose: bool = False) -> KernelOutcome | None:
     """Run a notebook headless with papermill on this interpreter's kernel; raise ReportError on failure.
 
-    With ``log_dir`` (and not ``verbose``) the kernel's console output lands in ``log_dir/kernel.log``;
-    stage lines the notebook reports are passed to ``progress`` while it runs.
+    The notebook gets the ``command_channel`` parameter (:class:`toolkit.report.channel.KernelChannel`, in
+    ``log_dir`` or beside ``output``): stage lines it writes there are passed to ``progress`` while it runs, and
+    the outcome it writes is returned (None when the notebook wrote none). An analysis that failed raises
+    ReportError with the outcome's sentence and exit code. With ``log_dir`` (and not ``verbose``) the kernel's
+    console output lands in ``log_dir/kernel.log``.
     """
     import papermill as pm
 
     say = progress or (lambda _m: None)
     output.parent.mkdir(parents=True, exist_ok=True)
     manager = report_kernel_manager(log_dir / "kernel.log" if log_dir is not None and not verbose else None)
-    progress_file = (log_dir or output.parent) / "progress.txt"
-    saved = os.environ.get(PROGRESS_FILE_ENV)
-    os.environ[PROGRESS_FILE_ENV] = str(progress_file)
-    try:
-        with tempfile.TemporaryDirectory(prefix="stream-incident-kernel-") as scratch, \
-                kernel_for_this_interpreter(Path(scratch)) as kernel, FollowFile(progress_file, say):
-            say(f"running {notebook.name} on kernel {kernel}")
-            try:
-                pm.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name=kernel,
-                                    cwd=str(cwd), progress_bar=False, log_output=False,
-                                    execution_timeout=timeout_s, kernel_manager_class=manager)
-            except pm.PapermillExecutionError as exc:
-                if exc.ename in _EXIT_CODE_OF:
-                    raise ReportError(str(exc.evalue), _EXIT_CODE_OF[exc.ename]) from exc
-                raise ReportError(f"the notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
-                                  f"(see {output})") from exc
-    finally:
-        if saved is None:
-            os.environ.pop(PROGRESS_FILE_ENV, None)
-        else:
-            os.environ[PROGRESS_FILE_ENV] = saved
-    return output
+    channel = KernelChannel(folder=log_dir or output.parent, verbose=verbose)
+    channel.clear()
+    with tempfile.TemporaryDirectory(prefix="stream-incident-kernel-") as scratch, \
+            kernel_for_this_interpreter(Path(scratch)) as kernel, FollowFile(channel.progress_file, say):
+        say(f"running {notebook.name} on kernel {kernel}")
+        try:
+            pm.execute_notebook(str(notebook), str(output),
+                                parameters={**parameters, "command_channel": channel.to_parameter()},
+                                kernel_name=kernel, cwd=str(cwd), progress_bar=False, log_output=False,
+                                execution_timeout=timeout_s, kernel_manager_class=manager)
+        except pm.PapermillExecutionError as exc:
+            outcome = channel.read()
+            if outcome is not None and outcome.status == "failed":
+                raise ReportError(outcome.message or exc.ename, outcome.exit_code) from exc
+            raise ReportError(f"the notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
+                              f"(see {output})") from exc
+    return channel.read()
