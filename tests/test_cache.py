@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -310,3 +311,47 @@ def test_a_file_changed_just_before_it_was_hashed_is_not_remembered(tmp_path, mo
     memo.digest(log)
     assert len(read) == 2  # written a moment ago: its times may not show a change made in the same tick
     assert not list((tmp_path / "cache" / "digests").glob("*.json"))
+
+
+def test_findings_are_reused_only_for_the_same_files_and_detectors_and_never_after_a_failure(spark, tmp_path,
+                                                                                            monkeypatch):
+    """A re-run on an unchanged bundle takes the detectors' results from the cache: the same findings (times as
+    datetimes, not strings), the same findings.json; another detector choice, or a run where a detector failed,
+    runs the detectors."""
+    from toolkit import detectors as detector_package
+    from toolkit.options import AnalysisOptions
+    from toolkit.pipeline import run
+
+    bundle = Path(__file__).resolve().parent.parent / "sample_logs" / "kafka-eos-stale-checkpoint"
+    options = AnalysisOptions(cache_dir=tmp_path / "cache")
+
+    def investigate(out, opts=options):
+        said: list[str] = []
+        inv = run(spark, bundle, tmp_path / out, opts, progress=said.append)
+        return said, inv
+
+    said, first = investigate("out1")
+    assert "running the detectors" in said and "findings unchanged since an earlier run (cache)" not in said
+    assert any(f.severity == "critical" for f in first.findings)
+    said, second = investigate("out2")
+    assert "findings unchanged since an earlier run (cache)" in said and "running the detectors" not in said
+    assert list(second.findings) == list(first.findings) and second.findings[0].ts == first.findings[0].ts
+    assert (second.findings.ran, second.findings.skipped) == (first.findings.ran, first.findings.skipped)
+    assert second.findings_path.read_bytes() == first.findings_path.read_bytes()
+
+    one = first.findings[0].detector
+    said, only = investigate("out3", AnalysisOptions(cache_dir=tmp_path / "cache", detectors=(one,)))
+    assert "running the detectors" in said and {f.detector for f in only.findings} == {one}
+
+    # A detector that fails leaves nothing kept: the next run runs the detectors again.
+    def broken(_view):
+        raise MemoryError("lost an executor")
+
+    spec = detector_package.registered_detectors()[one]
+    monkeypatch.setitem(detector_package.REGISTRY, one, dataclasses.replace(spec, fn=broken))
+    other_cache = AnalysisOptions(cache_dir=tmp_path / "cache2")
+    said, failed = investigate("out4", other_cache)
+    assert "running the detectors" in said and any(f.severity == "error" for f in failed.findings)
+    monkeypatch.undo()
+    said, again = investigate("out5", other_cache)
+    assert "running the detectors" in said and not any(f.severity == "error" for f in again.findings)

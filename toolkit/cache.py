@@ -44,6 +44,9 @@ from toolkit.shipped import default_cache_dir
 KEY_COLUMN = "cache_key"
 #: Spark schemas of a kept set of derived tables (reading them back then needs no job).
 SCHEMAS_FILE = "schemas.json"
+#: A derived entry of the ``findings`` stage: the detectors' results, pickled (they hold datetimes and figures
+#: JSON would turn into strings).
+FINDINGS_FILE = "findings.pickle"
 #: The empty file that makes a kept set of derived tables usable; written last, removed first.
 COMPLETE_MARKER = "complete"
 #: Bump when the records a parse produces, or what an entry keeps beside them, change (cached
@@ -282,6 +285,41 @@ class ParseCache:
                 building.rename(kept)
                 return
             except OSError:  # another run kept the same tables first
+                pass
+        shutil.rmtree(building, ignore_errors=True)
+
+    @staticmethod
+    def restore_findings(kept: Path) -> Any | None:
+        """The detectors' results kept under ``kept`` (:meth:`store_findings`), or None."""
+        import pickle
+
+        if not (kept / COMPLETE_MARKER).is_file():
+            return None
+        try:
+            # Written by this code version only: the code digest is part of the entry's key (derived_dir).
+            value = pickle.loads((kept / FINDINGS_FILE).read_bytes())
+        except Exception:  # pruned by hand, cut short, or classes that changed: the detectors run again
+            shutil.rmtree(kept, ignore_errors=True)
+            return None
+        _mark_used(kept / COMPLETE_MARKER)
+        return value
+
+    @staticmethod
+    def store_findings(kept: Path, value: Any) -> None:
+        """Keep the detectors' results under ``kept``; built aside and renamed, as :meth:`store_derived`."""
+        import pickle
+
+        building = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        (building / FINDINGS_FILE).write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        (building / COMPLETE_MARKER).write_text("")
+        if not (kept / COMPLETE_MARKER).is_file():
+            shutil.rmtree(kept, ignore_errors=True)
+            try:
+                building.rename(kept)
+                return
+            except OSError:  # another run kept the same results first
                 pass
         shutil.rmtree(building, ignore_errors=True)
 

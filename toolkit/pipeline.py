@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -27,8 +27,8 @@ from toolkit import utc
 from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
 from toolkit.cache_admin import trim_if_due
-from toolkit.detectors import findings_to_json, run_detectors
-from toolkit.detectors.base import Finding
+from toolkit.detectors import DetectorResults, findings_to_json, run_detectors
+from toolkit.detectors.base import ERROR, Finding
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
 from toolkit.ingest import IngestReport, parse_bundle, write_tables
 from toolkit.jvm import input_bytes, is_small, plan_for_input
@@ -340,12 +340,44 @@ def run(
     say = progress or (lambda _m: None)
     started = datetime.now(dt_timezone.utc)
     t0 = time.monotonic()
+    cache = options.parse_cache()
     # Findings never read the unknown shapes: leave them to ``parse`` and ``timeline``.
-    analysis = analyse(spark, bundle, out_dir, options, progress=say, shapes=False)
-    say("running the detectors")
-    findings = run_detectors(analysis.timeline, only=options.detectors)
+    analysis = analyse(spark, bundle, out_dir, options, cache=cache, progress=say, shapes=False)
+    kept = _findings_key(cache, analysis.ingest, options.detectors)
+    findings = _cached_findings(cache, kept)
+    if findings is not None:
+        say("findings unchanged since an earlier run (cache)")
+    else:
+        say("running the detectors")
+        findings = run_detectors(analysis.timeline, only=options.detectors)
+        if kept is not None and not _incomplete(findings):
+            cache.store_findings(kept, {"findings": list(findings), "ran": findings.ran, "skipped": findings.skipped})
     inv = Investigation(analysis=analysis, findings=findings, options=options, bundle_label=bundle_label(bundle),
                         started=started, seconds=time.monotonic() - t0)
     inv.findings_path.parent.mkdir(parents=True, exist_ok=True)
     inv.findings_path.write_text(findings_text(inv.findings_document()), encoding="utf-8")
     return inv
+
+
+def _findings_key(cache: ParseCache | None, report: IngestReport, only: Sequence[str] | None) -> Path | None:
+    """Where the detectors' results on exactly these files, state facts and detector choice are kept (None without
+    the parse cache). The detectors read nothing but the timeline, whose inputs these are; the code is in the key."""
+    if cache is None or not report.file_keys:
+        return None
+    chosen = "detectors:" + (",".join(only) if only is not None else "*")
+    return cache.derived_dir([*report.file_keys, f"state:{report.state_digest}", chosen], "findings")
+
+
+def _cached_findings(cache: ParseCache | None, kept: Path | None) -> DetectorResults | None:
+    """The detectors' results of an earlier run with the same key, or None."""
+    value = cache.restore_findings(kept) if cache is not None and kept is not None else None
+    if not isinstance(value, dict):
+        return None
+    return DetectorResults(value["findings"], ran=value["ran"], skipped=value["skipped"])
+
+
+def _incomplete(findings: Sequence[Finding]) -> bool:
+    """Results not to keep: a detector failed (perhaps for a passing reason: memory, a lost executor), or the lines a
+    finding cites could not be read."""
+    return any(f.severity == ERROR or any(m.startswith("evidence lines could not be read") for m in f.missing_evidence)
+               for f in findings)
