@@ -9,6 +9,7 @@ validator's errors into one short sentence each, naming where in the document th
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 from importlib import resources
@@ -46,11 +47,22 @@ def error_path(parts: Iterable[Any]) -> str:
     return text or "top"
 
 
+def jsonable(value: Any) -> Any:
+    """A TOML document as JSON values: dates and times (TOML literals) become their ISO 8601 text."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.time)):  # datetime.datetime is a date
+        return value.isoformat()
+    return value
+
+
 def schema_errors(document: Any, name: str) -> list[tuple[tuple[Any, ...], str]]:
     """``(path, message)`` per way ``document`` breaks the schema ``name``, in document order; the path is the
     keys and indices down to the offending value (empty for the document itself)."""
     validator = _validator(name)
-    errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(validator.iter_errors(jsonable(document)), key=lambda e: [str(p) for p in e.absolute_path])
     return [(tuple(e.absolute_path), _message(e)) for e in errors]
 
 
@@ -69,4 +81,4 @@ def _message(error: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-__all__ = ["SCHEMAS", "error_path", "load_schema", "schema_errors", "schema_problems"]
+__all__ = ["SCHEMAS", "error_path", "jsonable", "load_schema", "schema_errors", "schema_problems"]
