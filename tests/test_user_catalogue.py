@@ -118,6 +118,9 @@ def test_layout_samples_are_read_by_their_layout(tmp_path):
     assert check_files([bad]) == [f"{bad}: layout 'site-level-first': sample 1: level is 'INFO', the sample says 'WARN'"]
     no_ts = _write(tmp_path, "no_ts.toml", SITE_LAYOUT.replace("(?P<ts>", "(?P<stamp>"))
     assert any("needs the named groups ['ts']" in p for p in check_files([no_ts]))
+    clash = _write(tmp_path, "clash.toml", SITE_LAYOUT.replace('id = "site-level-first"', 'id = "kafka-log4j"'))
+    assert check_files([clash]) == [f"{clash}: layout 'kafka-log4j': a shipped layout has this id"]
+    assert check_files([good, good]) == [f"{good}: layout 'site-level-first': id already used in {good}"]
 
 
 def test_two_files_of_one_folder_may_not_share_an_id(tmp_path):

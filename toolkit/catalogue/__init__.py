@@ -29,7 +29,8 @@ prefix (``stream-thread [..] task [..] ``, ``[Consumer clientId=.., groupId=..] 
 ``ConsumeKinesis[id=..] ``) removed, so a template never repeats the prefix. Named groups must be
 fields of :data:`FIELD_TYPES` or the list groups ``partitions`` / ``tasks``.
 
-Adding a template needs no code: add an entry with a real sample and run the catalogue test.
+Adding a template needs no code: add an entry with a real sample and run the catalogue test. A site adds its own
+templates and layouts without forking, in a user catalogue folder (:mod:`toolkit.catalogue.user`, ``--catalogue``).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ PREFIX_KINDS: frozenset[str] = frozenset(
 
 PRODUCTS: frozenset[str] = frozenset({"kafka-streams", "kafka-client", "nifi"})
 
-_NON_TEMPLATE_FILES = frozenset({"layouts.toml", "loggers.toml"})
+_NON_TEMPLATE_FILES = frozenset({"layouts.toml", "loggers.toml", "runs.toml"})
 _EVENT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 

@@ -62,7 +62,8 @@ class UserCatalogue:
 @dataclass
 class _FileContent:
     templates: list[Template]
-    layouts: list[Layout]
+    #: (file, layout): a layout does not name its file itself
+    layouts: list[tuple[str, Layout]]
     problems: list[str]
 
 
@@ -100,7 +101,7 @@ def _read(path: Path) -> _FileContent:
         found = _layout_problems(layout)
         problems += [f"{name}: layout {layout.id!r}: {p}" for p in found]
         if not found:
-            layouts.append(layout)
+            layouts.append((name, layout))
     return _FileContent(templates, layouts, problems)
 
 
@@ -187,7 +188,7 @@ def _sample_problems(templates: Sequence[Template], ordered: Sequence[Template])
     return problems
 
 
-def _id_problems(templates: Sequence[Template], layouts: Sequence[Layout]) -> list[str]:
+def _id_problems(templates: Sequence[Template], layouts: Sequence[tuple[str, Layout]]) -> list[str]:
     """Ids used twice among the user entries, or already used by a shipped template or layout."""
     problems = []
     shipped = {t.id for t in load_templates(user=False)}
@@ -199,17 +200,19 @@ def _id_problems(templates: Sequence[Template], layouts: Sequence[Layout]) -> li
             problems.append(f"{t.source_file}: template {t.id!r}: id already used in {seen[t.id]}")
         seen.setdefault(t.id, t.source_file)
     shipped_layouts = {layout.id for layout in _shipped_layouts().layouts}
-    seen_layouts: set[str] = set()
-    for layout in layouts:
-        if layout.id in shipped_layouts or layout.id in seen_layouts:
-            problems.append(f"layout {layout.id!r}: id already used by {'a shipped' if layout.id in shipped_layouts else 'another'} layout")
-        seen_layouts.add(layout.id)
+    seen_layouts: dict[str, str] = {}
+    for name, layout in layouts:
+        if layout.id in shipped_layouts:
+            problems.append(f"{name}: layout {layout.id!r}: a shipped layout has this id")
+        elif layout.id in seen_layouts:
+            problems.append(f"{name}: layout {layout.id!r}: id already used in {seen_layouts[layout.id]}")
+        seen_layouts.setdefault(layout.id, name)
     return problems
 
 
 def _check(paths: Sequence[Path]) -> tuple[list[Template], list[Layout], list[str]]:
     templates: list[Template] = []
-    layouts: list[Layout] = []
+    layouts: list[tuple[str, Layout]] = []
     problems: list[str] = []
     for path in paths:
         content = _read(path)
@@ -220,7 +223,7 @@ def _check(paths: Sequence[Path]) -> tuple[list[Template], list[Layout], list[st
     shipped = {t.id for t in load_templates(user=False)}
     unique = list({t.id: t for t in reversed(templates) if t.id not in shipped}.values())[::-1]
     problems += _sample_problems(unique, load_templates(unique, user=False))
-    return templates, layouts, problems
+    return templates, [layout for _name, layout in layouts], problems
 
 
 def check_files(paths: Iterable[str | Path]) -> list[str]:
@@ -270,11 +273,5 @@ def active() -> UserCatalogue | None:
     return _active
 
 
-def summary(catalogue: UserCatalogue) -> Mapping[str, Any]:
-    """What a user catalogue adds, for a command's output: folder, files, template and layout ids."""
-    return {"folder": str(catalogue.folder), "files": list(catalogue.files),
-            "templates": [t.id for t in catalogue.templates], "layouts": [layout.id for layout in catalogue.layouts]}
-
-
 __all__ = ["USER_CATALOGUE_ENV", "UserCatalogue", "activate", "active", "check_files", "default_folder",
-           "folder_files", "load_user_catalogue", "summary"]
+           "folder_files", "load_user_catalogue"]
