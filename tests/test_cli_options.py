@@ -13,7 +13,7 @@ ANALYSIS_COMMANDS = ("parse", "timeline", "catalogue", "detect", "report")
 
 #: Flags every analysis command accepts with one meaning (``--out`` too, though what it holds is the command's).
 SHARED_FLAGS = frozenset({
-    "--timezone", "--log-timezone", "--work-dir", "--no-cache", "--cache-dir", "--no-redact",
+    "--timezone", "--log-timezone", "--work-dir", "--no-cache", "--cache-dir", "--no-redact", "--catalogue",
     "--master", "--remote", "--verbose", "--quiet",
 })
 
@@ -86,7 +86,7 @@ def test_the_shared_flags_are_in_the_same_help_groups(command):
               for group in SUBCOMMANDS[command]._action_groups for action in group._group_actions}
     expected = {"bundle": "bundle", "--bundle": "bundle", "--out": "output", "--quiet": "output",
                 "--timezone": "analysis", "--work-dir": "analysis", "--no-cache": "analysis",
-                "--cache-dir": "analysis", "--no-redact": "analysis", "--master": "Spark", "--remote": "Spark",
+                "--cache-dir": "analysis", "--no-redact": "analysis", "--catalogue": "analysis", "--master": "Spark", "--remote": "Spark",
                 "--verbose": "Spark"}
     assert {flag: groups[flag] for flag in groups if flag in expected} == {
         flag: title for flag, title in expected.items() if flag in groups}
@@ -114,6 +114,19 @@ def test_the_same_command_line_gives_every_command_the_same_shared_values(comman
     assert (args.bundle, args.out, args.remote, args.master, args.verbose, args.quiet) == (
         ["a", "b"], "o", "sc://h:15002", None, True, True)
     assert options_from_args(args).log_timezone == "Europe/Berlin" and not options_from_args(args).use_cache
+
+
+@pytest.mark.parametrize("command", ANALYSIS_COMMANDS)
+def test_every_analysis_command_reads_the_same_user_catalogue(command, tmp_path, monkeypatch):
+    """``--catalogue DIR`` fills the same option on every command (and is checked before Spark starts)."""
+    from toolkit.cli import build_parser
+    from toolkit.options import options_from_args
+
+    monkeypatch.delenv("STREAM_INCIDENT_CATALOGUE", raising=False)
+    bundle = ["--bundle", "a"] if command == "catalogue" else ["a"]
+    args = build_parser().parse_args([command, *bundle, "--out", "o", "--catalogue", str(tmp_path)])
+    assert options_from_args(args).catalogue == tmp_path.resolve()
+    assert options_from_args(build_parser().parse_args([command, *bundle, "--out", "o"])).catalogue is None
 
 
 def test_report_parameters_read_one_path_or_several(tmp_path):

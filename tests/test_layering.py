@@ -21,9 +21,9 @@ PACKAGE = Path(toolkit.__file__).parent
 #: Stages, lowest first; modules in one stage may import each other.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     # leaves every stage may use: version, regex conversion, shared column contracts, redaction, Spark set-up,
-    # timestamps read onto the driver, string literals in SQL text
+    # timestamps read onto the driver, string literals in SQL text, JSON Schema validation of documents read
     ("base", ("toolkit", "toolkit.regex", "toolkit.schemas", "toolkit.redact", "toolkit.progress", "toolkit.spark",
-              "toolkit.jvm", "toolkit.shipped", "toolkit.utc", "toolkit.sqltext")),
+              "toolkit.jvm", "toolkit.shipped", "toolkit.utc", "toolkit.sqltext", "toolkit.validation")),
     # state evidence: formats, sniffing, readers -> state tables (they import nothing but toolkit.schemas)
     ("state", ("toolkit.state",)),
     # the bundle walker (asks the state sniffers what each file is) and the parse cache keyed by its files,

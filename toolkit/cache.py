@@ -2,7 +2,7 @@
 
 Each log file gets a key from its content (a SHA-256 of every byte) plus everything that
 changes how it parses: its path in the bundle, host, time zone, clock offset and date settings,
-the layout catalogue and the toolkit version. Records of all files parsed in one run are written
+the layout catalogue (a user catalogue's files too: :meth:`ParseCache.use_catalogue`) and the toolkit version. Records of all files parsed in one run are written
 once, partitioned by key, under ``<cache>/records/cache_key=<key>/``; a small JSON file per key
 holds the file's layout and line count. A changed or added file gets a new key and is parsed
 alone; the rest is read back from parquet. A file whose lines name their host (``kubectl --prefix``,
@@ -196,13 +196,20 @@ def line_hosts_identity(settings: Sequence[tuple]) -> str:
 class ParseCache:
     """Parsed records per file content, stored as partitioned parquet."""
 
-    def __init__(self, root: Path | str | None = None):
+    def __init__(self, root: Path | str | None = None, catalogue: str = ""):
         self.root = Path(root) if root else default_cache_dir()
         self.records_dir = self.root / "records"
         self.meta_dir = self.root / "meta"
         self.derived_root = self.root / "derived"
         self.digests = DigestMemo(self.root / "digests")
-        self._salt = f"{__version__}|{PARSE_FORMAT}|{_catalogue_digest()}"
+        self._salt = ""
+        self.use_catalogue(catalogue)
+
+    def use_catalogue(self, digest: str) -> None:
+        """Key every entry from now on by the user catalogue in use too (its digest, "" for the shipped catalogue
+        alone): its layouts read the lines and its templates classify them, so tables kept under another catalogue
+        are never read back."""
+        self._salt = f"{__version__}|{PARSE_FORMAT}|{_catalogue_digest()}" + (f"|user:{digest}" if digest else "")
 
     def key_for(self, log: LogFile, settings: HostSettings, redact: bool = True) -> str:
         """Key of one file: its content plus everything that changes how it parses."""

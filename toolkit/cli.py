@@ -5,8 +5,8 @@ Exit codes (also in docs/commands/exit-codes.md):
 * 0 — the command finished;
 * 1 — the run failed unexpectedly (a bug: the traceback is printed);
 * 2 — bad arguments or unusable input (missing bundle, invalid bundle.toml, unknown --timezone or --only
-  detector, a bundle with no log line and no state evidence), one sentence on stderr (:func:`run_command`,
-  shared by every command);
+  detector, a bundle with no log line and no state evidence, a user catalogue with problems), one sentence on
+  stderr (:func:`run_command`, shared by every command; ``catalogue --check`` prints one line per problem);
 * 3 — no Spark session could be started (unreachable master or Connect endpoint), or ``warm-up`` could not build the class archive;
 * 4 — ``detect --fail-on SEVERITY`` found a finding at least that severe;
 * 5 — ``detect --fail-on SEVERITY`` was given and a detector failed (its root cause was not checked);
@@ -136,17 +136,43 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def check_catalogue_files(files: Sequence[str]) -> int:
+    """``catalogue --check FILE...``: check user catalogue files as one catalogue (schema, regexes, samples, ids);
+    each problem on stderr, naming its file and entry. Exit code 0 when they are usable, 2 otherwise."""
+    from toolkit.catalogue.user import check_files
+
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        raise UsageError(f"no such catalogue file: {', '.join(missing)}")
+    problems = check_files(files)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(f"stream-incident: {len(problems)} problem{'s' if len(problems) != 1 else ''} in "
+              f"{len(files)} catalogue file{'s' if len(files) != 1 else ''}", file=sys.stderr)
+        return EXIT_USAGE
+    for f in files:
+        print(f"{f}: ok")
+    return EXIT_OK
+
+
 def cmd_catalogue(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from toolkit.events import catalogue_table, template_hits
 
+    if args.check:
+        return check_catalogue_files(args.check)
     hits = None
     with tempfile.TemporaryDirectory(prefix="stream-incident-catalogue-") as scratch:
         if args.bundle:
             # Without --out the bundle's tables are only needed for the counts (and Spark logs where detect's does).
             analysis = analyse_from_args(args, args.out or scratch)
             hits = template_hits(analysis.events)
+        else:
+            from toolkit.catalogue.user import activate
+
+            activate(options_from_args(args).user_catalogue())  # the user catalogue's templates are listed too
         table = catalogue_table(hits)
     if hits is not None and "hits" in table.columns:
         table = table.sort_values("hits", ascending=False)
@@ -175,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     # The bundle is optional here (without one, the templates are listed with no counts): --bundle, not positional.
     add_command_arguments(p, out_help="output directory for the bundle's tables (with --bundle)", out_required=False,
                           detectors=False, bundle_positional=False)
+    p.add_argument("--check", nargs="+", metavar="FILE",
+                   help="check user catalogue files ([[template]] and [[layout]] entries) and exit: schema, "
+                        "regexes, every sample classified by its own entry, ids; exit code 2 on problems")
     p.set_defaults(func=cmd_catalogue)
 
     # Commands with their own argument parsers (usable without Spark, some as single files).

@@ -86,12 +86,14 @@ def nothing_to_read(bundle) -> str | None:
 
 def run_command(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run one command and turn the errors every command shares into one sentence and an exit code:
-    :class:`UsageError` (bad arguments or unusable input) 2, no Spark session 3, interrupted 130."""
+    :class:`UsageError` (bad arguments or unusable input) and
+    :class:`toolkit.catalogue.CatalogueError` (a user catalogue with problems) 2, no Spark session 3, interrupted 130."""
+    from toolkit.catalogue import CatalogueError
     from toolkit.spark import SparkUnavailable
 
     try:
         return func(args)
-    except UsageError as exc:
+    except (UsageError, CatalogueError) as exc:  # a user catalogue (--catalogue) with problems is unusable input
         print(f"stream-incident: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SparkUnavailable as exc:

@@ -25,7 +25,9 @@ class AnalysisOptions:
     * ``use_cache`` / ``cache_dir`` — the parse cache (default on, ``$STREAM_INCIDENT_CACHE`` or
       ``~/.cache/stream-incident``);
     * ``redact`` — mask secret-looking values in ``records.parquet`` (events and config always are);
-    * ``detectors`` — run only these detector ids (default: all).
+    * ``detectors`` — run only these detector ids (default: all);
+    * ``catalogue`` — a user catalogue folder whose ``*.toml`` files add templates and layouts to the shipped ones
+      (:mod:`toolkit.catalogue.user`; :func:`options_from` defaults it to ``$STREAM_INCIDENT_CATALOGUE``).
     """
 
     log_timezone: str | None = None
@@ -34,6 +36,7 @@ class AnalysisOptions:
     cache_dir: Path | None = None
     redact: bool = True
     detectors: tuple[str, ...] | None = None
+    catalogue: Path | None = None
 
     def __post_init__(self) -> None:
         # Normalised here so two entry points given the same values build equal objects.
@@ -45,6 +48,18 @@ class AnalysisOptions:
             object.__setattr__(self, "detectors", tuple(dict.fromkeys(self.detectors)) or None)
         if self.log_timezone == "":
             object.__setattr__(self, "log_timezone", None)
+        if self.catalogue is not None:
+            object.__setattr__(self, "catalogue", Path(self.catalogue).expanduser().resolve())
+
+    def user_catalogue(self) -> Any:
+        """The checked :class:`toolkit.catalogue.user.UserCatalogue` of ``catalogue``, or None without one.
+
+        Raises :class:`toolkit.catalogue.CatalogueError` naming every problem of its files."""
+        if self.catalogue is None:
+            return None
+        from toolkit.catalogue.user import load_user_catalogue
+
+        return load_user_catalogue(self.catalogue)
 
     def parse_cache(self) -> Any:
         """The :class:`toolkit.cache.ParseCache` these options ask for, or None with the cache off."""
@@ -67,18 +82,26 @@ class AnalysisOptions:
         """The options as notebook parameters (plain JSON values; see ``notebooks/incident_report.ipynb``)."""
         return {"log_timezone": self.log_timezone, "work_dir": str(self.work_dir) if self.work_dir else None,
                 "use_cache": self.use_cache, "cache_dir": str(self.cache_dir) if self.cache_dir else None,
-                "redact": self.redact, "detectors": list(self.detectors) if self.detectors else None}
+                "redact": self.redact, "detectors": list(self.detectors) if self.detectors else None,
+                "catalogue": str(self.catalogue) if self.catalogue else None}
 
 
 def options_from(log_timezone: str | None = None, work_dir: str | Path | None = None, use_cache: bool = True,
                  cache_dir: str | Path | None = None, redact: bool = True,
-                 detectors: Iterable[str] | str | None = None) -> AnalysisOptions:
-    """Options from plain values (notebook parameters): a comma-separated string names detectors too."""
+                 detectors: Iterable[str] | str | None = None,
+                 catalogue: str | Path | None = None) -> AnalysisOptions:
+    """Options from plain values (notebook parameters): a comma-separated string names detectors too; without
+    ``catalogue``, the user catalogue is ``$STREAM_INCIDENT_CATALOGUE`` when that is set."""
     if isinstance(detectors, str):
         detectors = [d.strip() for d in detectors.split(",") if d.strip()]
+    if not catalogue:
+        from toolkit.catalogue.user import default_folder
+
+        catalogue = default_folder()
     return AnalysisOptions(log_timezone=log_timezone or None, work_dir=Path(work_dir) if work_dir else None,
                            use_cache=bool(use_cache), cache_dir=Path(cache_dir) if cache_dir else None,
-                           redact=bool(redact), detectors=tuple(detectors) if detectors else None)
+                           redact=bool(redact), detectors=tuple(detectors) if detectors else None,
+                           catalogue=Path(catalogue) if catalogue else None)
 
 
 #: The argument groups every analysis command (``parse``, ``timeline``, ``catalogue``, ``detect``, ``report``)
@@ -121,6 +144,9 @@ def add_analysis_arguments(parser: argparse.ArgumentParser, *, detectors: bool =
                        help="parse cache location (default: $STREAM_INCIDENT_CACHE or ~/.cache/stream-incident)")
     group.add_argument("--no-redact", action="store_true",
                        help="keep secret-looking values in records.parquet (local use only; events and config stay redacted)")
+    group.add_argument("--catalogue", metavar="DIR",
+                       help="user catalogue folder: its *.toml files add templates and layouts to the shipped ones "
+                            "(default: $STREAM_INCIDENT_CATALOGUE; check a file with 'catalogue --check FILE')")
     if detectors:
         group.add_argument("--only", action="append", metavar="DETECTOR",
                            help="run only this detector (repeatable)")
@@ -155,7 +181,13 @@ def add_command_arguments(parser: argparse.ArgumentParser, *, out_help: str, out
 
 
 def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
-    """The :class:`AnalysisOptions` of parsed command-line arguments (see :func:`add_analysis_arguments`)."""
-    return options_from(log_timezone=getattr(args, "log_timezone", None), work_dir=getattr(args, "work_dir", None),
-                        use_cache=not getattr(args, "no_cache", False), cache_dir=getattr(args, "cache_dir", None),
-                        redact=not getattr(args, "no_redact", False), detectors=getattr(args, "only", None))
+    """The :class:`AnalysisOptions` of parsed command-line arguments (see :func:`add_analysis_arguments`).
+
+    A user catalogue (``--catalogue`` or ``$STREAM_INCIDENT_CATALOGUE``) is checked here, before Spark starts:
+    one with problems raises :class:`toolkit.catalogue.CatalogueError` (exit code 2)."""
+    options = options_from(log_timezone=getattr(args, "log_timezone", None), work_dir=getattr(args, "work_dir", None),
+                           use_cache=not getattr(args, "no_cache", False), cache_dir=getattr(args, "cache_dir", None),
+                           redact=not getattr(args, "no_redact", False), detectors=getattr(args, "only", None),
+                           catalogue=getattr(args, "catalogue", None))
+    options.user_catalogue()
+    return options

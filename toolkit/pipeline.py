@@ -27,6 +27,7 @@ from toolkit import utc
 from toolkit.bundle import Bundle
 from toolkit.cache import ParseCache
 from toolkit.cache_admin import trim_if_due
+from toolkit.catalogue.user import activate as activate_catalogue
 from toolkit.detectors import DetectorResults, findings_to_json, run_detectors
 from toolkit.detectors.base import ERROR, Finding
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
@@ -178,6 +179,10 @@ def parse(
 def _parse(spark: SparkSession, bundle: Bundle | Path | str | list, out_dir: Path | str, options: AnalysisOptions,
            cache: ParseCache | None, say: Progress, shapes: bool) -> Parsed:
     out = Path(out_dir)
+    user = options.user_catalogue()
+    activate_catalogue(user)  # before the bundle is read: the user's layouts read lines, its templates classify
+    if cache is not None:
+        cache.use_catalogue(user.digest if user is not None else "")
     size = input_bytes(_bundle_paths(bundle))
     plan_for_input(spark, size)
     opened, report, records = parse_bundle(spark, bundle, out, timezone=options.log_timezone,

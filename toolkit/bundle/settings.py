@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from toolkit.bundle.model import BundleError, HostSettings, IngestProblem
 from toolkit.bundle.files import host_from_file_name
+from toolkit.validation import schema_problems
 
 BUNDLE_TOML = "bundle.toml"
 #: Keys at the top of bundle.toml (``product`` is written by the sample generator and read by people).
@@ -89,8 +90,8 @@ def _host_settings(raw: dict, base: HostSettings, where: str) -> HostSettings:
 def read_bundle_toml(path: Path, default_timezone: str | None = None) -> dict:
     """Parse and validate ``bundle.toml``; returns hosts/defaults/app_id/notes and problems.
 
-    A value the toolkit cannot use (an unknown zone, an offset that is no integer) stops with a
-    :class:`BundleError`; a key it does not know is a problem row (``problems``) and is ignored.
+    A value the toolkit cannot use (an unknown zone, an offset that is no integer, a value of the wrong type for the
+    JSON Schema ``toolkit/resources/schemas/bundle.schema.json``) stops with a :class:`BundleError`; a key it does not know is a problem row (``problems``) and is ignored.
 
     ``default_timezone`` (``--timezone``) is the zone of hosts the file gives none: a ``[hosts.NAME]``
     timezone wins, then ``[defaults] timezone``, then it, then UTC. The file describes its own evidence;
@@ -112,6 +113,9 @@ def read_bundle_toml(path: Path, default_timezone: str | None = None) -> dict:
         raw = _table(raw, f"bundle.toml [hosts.{name}]")
         problems += _unknown_keys(raw, HOST_KEYS, f"[hosts.{name}]")
         hosts[str(name)] = _host_settings(raw, defaults, f"bundle.toml [hosts.{name}]")
+    shape = schema_problems(data, "bundle")  # what the checks above do not cover (app_id and notes are text...)
+    if shape:
+        raise BundleError(f"{BUNDLE_TOML}: " + "; ".join(shape))
     return {"defaults": defaults, "hosts": hosts, "app_id": data.get("app_id"), "notes": data.get("notes"),
             "problems": problems}
 

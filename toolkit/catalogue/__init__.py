@@ -29,7 +29,8 @@ prefix (``stream-thread [..] task [..] ``, ``[Consumer clientId=.., groupId=..] 
 ``ConsumeKinesis[id=..] ``) removed, so a template never repeats the prefix. Named groups must be
 fields of :data:`FIELD_TYPES` or the list groups ``partitions`` / ``tasks``.
 
-Adding a template needs no code: add an entry with a real sample and run the catalogue test.
+Adding a template needs no code: add an entry with a real sample and run the catalogue test. A site adds its own
+templates and layouts without forking, in a user catalogue folder (:mod:`toolkit.catalogue.user`, ``--catalogue``).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ PREFIX_KINDS: frozenset[str] = frozenset(
 
 PRODUCTS: frozenset[str] = frozenset({"kafka-streams", "kafka-client", "nifi"})
 
-_NON_TEMPLATE_FILES = frozenset({"layouts.toml", "loggers.toml"})
+_NON_TEMPLATE_FILES = frozenset({"layouts.toml", "loggers.toml", "runs.toml"})
 _EVENT_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
@@ -318,13 +319,30 @@ def _shipped_templates() -> tuple[Template, ...]:
     return tuple(templates)
 
 
-def load_templates(extra: Iterable[Template] = ()) -> list[Template]:
+#: Templates of the user catalogue in use (``--catalogue DIR``, :mod:`toolkit.catalogue.user`), after the shipped ones.
+_user_templates: tuple[Template, ...] = ()
+
+
+def set_user_templates(templates: Iterable[Template]) -> None:
+    """Make ``templates`` (a site's own, already validated) part of every :func:`load_templates` answer from now on;
+    an empty sequence returns to the shipped catalogue alone. :func:`toolkit.catalogue.user.activate` calls it."""
+    global _user_templates
+    _user_templates = tuple(templates)
+
+
+def user_templates() -> tuple[Template, ...]:
+    """The templates :func:`set_user_templates` added (none by default)."""
+    return _user_templates
+
+
+def load_templates(extra: Iterable[Template] = (), *, user: bool = True) -> list[Template]:
     """All catalogue templates, validated, in matching order (priority first, then file order).
 
-    ``extra`` templates (e.g. site-specific ones) are appended before ordering. The shipped files are read
-    once per process; every call returns a new list (templates are frozen, the list is the caller's).
+    ``extra`` templates (e.g. site-specific ones) are appended before ordering, after the user catalogue's
+    (:func:`set_user_templates`; left out with ``user=False``). The shipped files are read once per process; every
+    call returns a new list (templates are frozen, the list is the caller's).
     """
-    templates = [*_shipped_templates(), *extra]
+    templates = [*_shipped_templates(), *(_user_templates if user else ()), *extra]
     seen: set[str] = set()
     for t in templates:
         if t.id in seen:
@@ -375,6 +393,8 @@ __all__ = [
     "load_templates",
     "logger_aliases",
     "logger_wrappers",
+    "set_user_templates",
     "templates_from_toml",
+    "user_templates",
     "vocabulary_path",
 ]

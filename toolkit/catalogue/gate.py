@@ -18,6 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from toolkit.catalogue import Template, load_templates, logger_aliases, logger_wrappers
+from toolkit.catalogue.markers import run_markers
 
 #: Levels at which every record is tried against the templates, whatever its logger.
 ALWAYS_TRY_LEVELS = ("WARN", "ERROR")
@@ -31,7 +32,7 @@ STREAMS_PACKAGE = r"^o[a-z]*\.a[a-z]*\.k[a-z]*\.s[a-z]*\."
 CLEAN_LOGGER = r"^(?:[A-Za-z_$][\w$]*\.)*[A-Z][\w$]*$"
 #: Literal heads of every process-start marker (see :mod:`toolkit.events.runs`): a record whose message
 #: starts with none of them cannot be a marker.
-RUN_MARKER_HEADS = ("StreamsConfig values:", "Kafka ", "stream-client [", "Starting NiFi ", "Launching NiFi...")
+RUN_MARKER_HEADS = run_markers().heads
 #: The first line of a configuration dump (``toolkit.events.config``).
 CONFIG_HEADER = r"^(\w+Config) values: ?(?:\n|$)"
 

@@ -31,6 +31,7 @@ import logging
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from toolkit import utc
@@ -87,7 +88,10 @@ __all__ = [
     "Impact",
     "detector",
     "DetectorResults",
+    "FindingsError",
+    "check_findings_json",
     "findings_from_json",
+    "read_findings",
     "findings_to_json",
     "registered_detectors",
     "resolve_evidence",
@@ -379,12 +383,49 @@ def findings_to_json(findings: Sequence[Finding], **context: Any) -> dict[str, A
     }
 
 
-def findings_from_json(data: dict[str, Any]) -> list[Finding]:
-    """Rebuild :class:`Finding` objects from :func:`findings_to_json` output (times stay strings)."""
+def _known(cls: type, item: dict[str, Any]) -> dict[str, Any]:
+    """The keys of ``item`` that are fields of the dataclass ``cls``."""
+    from dataclasses import fields
+
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in item.items() if k in names}
+
+
+class FindingsError(ValueError):
+    """A findings document that does not conform to its schema; the message names every problem."""
+
+
+def check_findings_json(data: Any, where: str = "findings.json") -> None:
+    """Raise :class:`FindingsError` when ``data`` breaks the JSON Schema of ``findings.json``
+    (``toolkit/resources/schemas/findings.schema.json``, documented in ``docs/findings-schema.md``)."""
+    from toolkit.validation import schema_problems
+
+    problems = schema_problems(data, "findings")
+    if problems:
+        raise FindingsError(f"{where} does not conform to its schema: " + "; ".join(problems[:10])
+                            + (f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""))
+
+
+def read_findings(path: str | Path) -> tuple[dict[str, Any], list[Finding]]:
+    """A ``findings.json`` file read, checked against its schema, and its findings rebuilt."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise FindingsError(f"{path} is not JSON: {exc}") from None
+    return data, findings_from_json(data, where=str(path))
+
+
+def findings_from_json(data: dict[str, Any], where: str = "findings.json") -> list[Finding]:
+    """Rebuild :class:`Finding` objects from :func:`findings_to_json` output (times stay strings), after checking
+    it against the schema (:func:`check_findings_json`)."""
+    check_findings_json(data, where)
     out = []
     for item in data.get("findings", []):
-        item = dict(item)
-        item["evidence"] = [Evidence(**e) for e in item.get("evidence", [])]
-        item["impact"] = Impact(**item["impact"]) if item.get("impact") else None
+        # keys added by a later version are ignored, as docs/findings-schema.md tells every reader to
+        item = _known(Finding, item)
+        item["evidence"] = [Evidence(**_known(Evidence, e)) for e in item.get("evidence", [])]
+        item["impact"] = Impact(**_known(Impact, item["impact"])) if item.get("impact") else None
         out.append(Finding(**item))
     return out

@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from toolkit.catalogue import FIELD_TYPES, ITEM_FIELDS, Template, load_templates
 from toolkit.catalogue.dispatch import KEY_CHARS, dispatch_plan
 from toolkit.catalogue.gate import worth_trying
+from toolkit.catalogue.prefix import PREFIX_PY
 from toolkit.layouts.catalogue import FIELD_SEP
 from toolkit.layouts.fields import with_head_fields
 from toolkit.schemas import CANDIDATE_COLUMN
@@ -64,18 +65,7 @@ EVENT_COLUMNS: tuple[str, ...] = (
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 # One anchored regex for every leading prefix Kafka's LogContext or NiFi's component logger writes.
-_PREFIX_PY = (
-    r"^(?:"
-    r"\[(?P<client_kind>Consumer|Producer|AdminClient) (?:instanceId=[^,\]]*, )?clientId=(?P<client_ref>[^,\]]*)"
-    r"(?:, groupId=(?P<group_id>[^,\]]*))?(?:, transactionalId=[^,\]]*)?\] ?"
-    r"|(?P<thread_kind>stream-client|stream-thread|global-stream-thread|state-updater) \[(?P<thread_ref>[^\]]*)\] ?"
-    r"(?:(?P<task_kind>stream-task|standby-task|task) \[(?P<task_ref>[^\]]*)\] ?)?"
-    r"|(?P<old_task_kind>stream-task|standby-task|task) \[(?P<old_task_ref>[^\]]*)\] ?"
-    # NiFi components; a flow template is no component (its "added to" line is no processor's)
-    r"|(?!Template\[)(?P<component_type>\w+)\[id=(?P<component_id>[0-9a-fA-F-]{36})\] ?"
-    r"|topology-test-driver "
-    r")"
-)
+_PREFIX_PY = PREFIX_PY
 _PREFIX_GROUPS = re.compile(_PREFIX_PY).groupindex
 _PREFIX_JAVA = to_java_regex(_PREFIX_PY)
 

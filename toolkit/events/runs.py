@@ -8,31 +8,19 @@ from typing import Iterable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from toolkit.catalogue.markers import run_markers
 from toolkit.sqltext import sql_list, sql_str
 
-# Run markers: a JVM start. Strong ones are logged once per start; `Kafka version` is logged once per
-# Kafka client (consumer, restore consumer, producer, admin...), so it only counts on hosts without
-# strong markers.
-_STRONG_START = (
-    r"^(?:StreamsConfig values:"
-    r"|(?:stream-client \[[^\]]*\] ?)?Kafka Streams version: "
-    r"|stream-client \[[^\]]*\] ?State transition from CREATED to "
-    r"|Starting NiFi \S+ using Java "
-    r"|Launching NiFi\.\.\.)"
-)
-_WEAK_START = r"^Kafka version ?: "
-
-
+# Run markers (``toolkit/catalogue/runs.toml``): a JVM start. Strong ones are logged once per start; `Kafka version`
+# is logged once per Kafka client (consumer, restore consumer, producer, admin...), so it only counts on hosts
+# without strong markers.
+_MARKERS = run_markers()
+_STRONG_START = _MARKERS.strong
+_WEAK_START = _MARKERS.weak
 #: Which strong start marker a message is: one kind is logged once per start.
-_MARKER_KINDS = (
-    (r"^StreamsConfig values:", "config"),
-    (r"^(?:stream-client \[[^\]]*\] ?)?Kafka Streams version: ", "version"),
-    (r"^stream-client \[[^\]]*\] ?State transition from CREATED to ", "created"),
-    (r"^(?:Starting NiFi \S+ using Java |Launching NiFi\.\.\.)", "nifi"),
-)
+_MARKER_KINDS = _MARKERS.kinds
 #: A Kafka Streams client's last lines of a run (after its client prefix).
-_CLIENT_STOP = (r"^(?:Streams client stopped|State transition from \w+ to (?:NOT_RUNNING|PENDING_SHUTDOWN)"
-                r"|Stopped Kafka Streams process)")
+_CLIENT_STOP = _MARKERS.stop
 #: The client prefix a ``Kafka version`` banner may carry.
 _CLIENT_PREFIX = r"^(?:stream-client \[[^\]]*\] ?)"
 

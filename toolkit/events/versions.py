@@ -60,7 +60,7 @@ def _version_rows(templates: Sequence[Template]) -> list[tuple[str, str, int, in
 @functools.cache
 def _shipped_version_rows() -> tuple[tuple[str, str, int, int], ...]:
     """The shipped catalogue's rows, worked out once per process (the catalogue is immutable package data)."""
-    return tuple(_version_rows(load_templates()))
+    return tuple(_version_rows(load_templates(user=False)))
 
 
 def template_version_rows(templates: Sequence[Template] | None = None) -> list[tuple[str, str, int, int]]:

@@ -225,32 +225,33 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+def layout_from_entry(raw: dict) -> Layout:
+    """One ``[[layout]]`` table of a catalogue file as a :class:`Layout`."""
+    keys = {k.removesuffix("_keys"): tuple(v) for k, v in raw.items() if k.endswith("_keys")}
+    pattern, bare = raw.get("pattern"), None
+    if "stamp" in raw:  # generic: [stamp] then tail; a level-first line without a stamp reads the tail alone
+        pattern = rf"^\[?(?P<ts>{raw['stamp']})\]?{raw['tail']}"
+        bare = rf"^(?P<ts>)(?={LEVEL_HEAD[1:]}){raw['tail']}"
+    return Layout(
+        id=raw["id"],
+        description=raw.get("description", ""),
+        pattern=pattern,
+        bare_pattern=bare,
+        ts_formats=tuple(raw.get("ts_formats", ())),
+        logger_trailer=bool(raw.get("logger_trailer", False)),
+        json=bool(raw.get("json", False)),
+        json_keys=keys,
+        samples=tuple(raw.get("samples", ())),
+        generic=bool(raw.get("generic", False)),
+    )
+
+
 @lru_cache(maxsize=1)
-def load_layouts() -> Catalogue:
-    """Read the layout catalogue shipped with the package."""
+def _shipped_layouts() -> Catalogue:
+    """The layout catalogue shipped with the package, read once per process."""
     text = resources.files("toolkit.catalogue").joinpath("layouts.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
-    layouts = []
-    for raw in data["layout"]:
-        keys = {k.removesuffix("_keys"): tuple(v) for k, v in raw.items() if k.endswith("_keys")}
-        pattern, bare = raw.get("pattern"), None
-        if "stamp" in raw:  # generic: [stamp] then tail; a level-first line without a stamp reads the tail alone
-            pattern = rf"^\[?(?P<ts>{raw['stamp']})\]?{raw['tail']}"
-            bare = rf"^(?P<ts>)(?={LEVEL_HEAD[1:]}){raw['tail']}"
-        layouts.append(
-            Layout(
-                id=raw["id"],
-                description=raw.get("description", ""),
-                pattern=pattern,
-                bare_pattern=bare,
-                ts_formats=tuple(raw.get("ts_formats", ())),
-                logger_trailer=bool(raw.get("logger_trailer", False)),
-                json=bool(raw.get("json", False)),
-                json_keys=keys,
-                samples=tuple(raw.get("samples", ())),
-                generic=bool(raw.get("generic", False)),
-            )
-        )
+    layouts = [layout_from_entry(raw) for raw in data["layout"]]
     wrappers = {w["id"]: Wrapper(w["id"], w.get("description", ""), w["pattern"], w.get("sample", ""),
                                  w.get("json_key"), w.get("json_ts_key"))
                 for w in data.get("wrapper", [])}
@@ -263,6 +264,31 @@ def load_layouts() -> Catalogue:
         min_start_share=float(det.get("min_start_share", 0.05)),
         min_wrapper_share=float(det.get("min_wrapper_share", 0.9)),
     )
+
+
+#: The catalogue with the user catalogue's layouts in use (:func:`set_user_layouts`); None: the shipped one alone.
+_with_user: Catalogue | None = None
+
+
+def set_user_layouts(layouts: tuple[Layout, ...]) -> None:
+    """Add a site's own layouts (already validated) to every :func:`load_layouts` answer from now on, after the
+    shipped named layouts (on ties, detection prefers the shipped ones) and before the generic fallback. An empty
+    tuple returns to the shipped catalogue alone."""
+    global _with_user
+    if not layouts:
+        _with_user = None
+        return
+    shipped = _shipped_layouts()
+    named = [layout for layout in shipped.layouts if not layout.generic]
+    generic = [layout for layout in shipped.layouts if layout.generic]
+    _with_user = Catalogue(layouts=[*named, *layouts, *generic], wrappers=shipped.wrappers, chains=shipped.chains,
+                           sample_lines=shipped.sample_lines, min_start_share=shipped.min_start_share,
+                           min_wrapper_share=shipped.min_wrapper_share)
+
+
+def load_layouts() -> Catalogue:
+    """The layout catalogue: the one shipped with the package, plus the user catalogue's layouts in use."""
+    return _with_user if _with_user is not None else _shipped_layouts()
 
 
 def carries_line_hosts(wrappers: tuple[str, ...], cat: Catalogue | None = None) -> bool:

@@ -76,7 +76,8 @@ class ReportParameters:
                 ("log time zone (hosts bundle.toml gives no zone, in [hosts.NAME] or [defaults])", self.options.log_timezone or "UTC"),
                 ("parse cache", "on" if self.options.use_cache else "off"),
                 ("redaction of records", "on" if self.options.redact else "off"),
-                ("detectors", ", ".join(self.options.detectors) if self.options.detectors else "all")]
+                ("detectors", ", ".join(self.options.detectors) if self.options.detectors else "all"),
+                ("user catalogue", str(self.options.catalogue) if self.options.catalogue else "none")]
         return pd.DataFrame(rows, columns=["parameter", "value"])
 
 
@@ -125,11 +126,12 @@ def validate_parameters(
     cache_dir: Any = None,
     redact: Any = True,
     detectors: Any = None,
+    catalogue: Any = None,
     command_channel: Any = None,
 ) -> ReportParameters:
     """Check the report parameters and return them normalised; raise :class:`ParameterError` otherwise.
 
-    ``log_timezone`` … ``detectors`` are the analysis options (:class:`toolkit.options.AnalysisOptions`),
+    ``log_timezone`` … ``catalogue`` are the analysis options (:class:`toolkit.options.AnalysisOptions`),
     the same for every entry point; the others only choose what the report shows. ``command_channel`` is set
     by ``stream-incident report`` only (:class:`toolkit.report.channel.KernelChannel`): an unusable parameter is
     then also written as the run's outcome."""
@@ -140,13 +142,13 @@ def validate_parameters(
     with failures_reported(channel):
         params = _validated(bundle, out_dir, time_window, hosts, tasks, app_id, spark_master, spark_remote, timezone,
                             charts, view, log_timezone=log_timezone, work_dir=work_dir, use_cache=use_cache,
-                            cache_dir=cache_dir, redact=redact, detectors=detectors)
+                            cache_dir=cache_dir, redact=redact, detectors=detectors, catalogue=catalogue)
     return replace(params, channel=channel)
 
 
 def _validated(bundle: Any, out_dir: Any, time_window: Any, hosts: Any, tasks: Any, app_id: Any, spark_master: Any,
                spark_remote: Any, timezone: Any, charts: Any, view: Any, *, log_timezone: Any, work_dir: Any,
-               use_cache: Any, cache_dir: Any, redact: Any, detectors: Any) -> ReportParameters:
+               use_cache: Any, cache_dir: Any, redact: Any, detectors: Any, catalogue: Any) -> ReportParameters:
     """:func:`validate_parameters` without the channel."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -193,11 +195,15 @@ def _validated(bundle: Any, out_dir: Any, time_window: Any, hosts: Any, tasks: A
     for name, value in (("use_cache", use_cache), ("redact", redact)):
         if not isinstance(value, bool):
             raise ParameterError(f"{name} must be True or False, not {value!r}.")
-    for name, value in (("work_dir", work_dir), ("cache_dir", cache_dir)):
+    for name, value in (("work_dir", work_dir), ("cache_dir", cache_dir), ("catalogue", catalogue)):
         if value not in (None, "") and not isinstance(value, (str, os.PathLike)):
             raise ParameterError(f"{name} must be a directory path or None, not {value!r}.")
     options = options_from(log_timezone=log_timezone, work_dir=work_dir, use_cache=use_cache, cache_dir=cache_dir,
-                           redact=redact, detectors=_names(detectors, "detectors"))
+                           redact=redact, detectors=_names(detectors, "detectors"), catalogue=catalogue or None)
+    try:
+        options.user_catalogue()  # a user catalogue with problems stops here, before Spark starts
+    except ValueError as exc:  # toolkit.catalogue.CatalogueError
+        raise ParameterError(str(exc)) from None
     if options.detectors:
         from toolkit.detectors import registered_detectors
 
