@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pyspark.sql.types import StructType
 
@@ -146,6 +146,24 @@ def remove_path(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
+
+
+def _publish(kept: Path, fill: Callable[[Path], object]) -> None:
+    """Build a derived entry aside (``fill`` writes its files into the folder it is given), mark it complete and
+    rename it to ``kept``: readers never see half of it, and the first of two runs keeping the same entry wins."""
+    building = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    fill(building)
+    (building / COMPLETE_MARKER).write_text("")
+    if not (kept / COMPLETE_MARKER).is_file():
+        shutil.rmtree(kept, ignore_errors=True)  # leftovers of an interrupted older layout
+        try:
+            building.rename(kept)
+            return
+        except OSError:  # another run kept the same entry first
+            pass
+    shutil.rmtree(building, ignore_errors=True)
 
 
 def _mark_used(marker: Path) -> None:
@@ -279,21 +297,12 @@ class ParseCache:
     def store_derived(kept: Path, paths: Mapping[str, str], schemas: Mapping[str, StructType]) -> None:
         """Keep the tables at ``paths`` (as hard links) with their schemas; built aside and renamed,
         so readers never see half of it."""
-        building = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
-        shutil.rmtree(building, ignore_errors=True)
-        building.mkdir(parents=True)
-        for name, path in paths.items():
-            link_tree(path, building / f"{name}.parquet")
-        (building / SCHEMAS_FILE).write_text(json.dumps({name: schemas[name].jsonValue() for name in paths}))
-        (building / COMPLETE_MARKER).write_text("")
-        if not (kept / COMPLETE_MARKER).is_file():
-            shutil.rmtree(kept, ignore_errors=True)  # leftovers of an interrupted older layout
-            try:
-                building.rename(kept)
-                return
-            except OSError:  # another run kept the same tables first
-                pass
-        shutil.rmtree(building, ignore_errors=True)
+        def fill(building: Path) -> None:
+            for name, path in paths.items():
+                link_tree(path, building / f"{name}.parquet")
+            (building / SCHEMAS_FILE).write_text(json.dumps({name: schemas[name].jsonValue() for name in paths}))
+
+        _publish(kept, fill)
 
     @staticmethod
     def restore_findings(kept: Path) -> Any | None:
@@ -316,19 +325,8 @@ class ParseCache:
         """Keep the detectors' results under ``kept``; built aside and renamed, as :meth:`store_derived`."""
         import pickle
 
-        building = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
-        shutil.rmtree(building, ignore_errors=True)
-        building.mkdir(parents=True)
-        (building / FINDINGS_FILE).write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        (building / COMPLETE_MARKER).write_text("")
-        if not (kept / COMPLETE_MARKER).is_file():
-            shutil.rmtree(kept, ignore_errors=True)
-            try:
-                building.rename(kept)
-                return
-            except OSError:  # another run kept the same results first
-                pass
-        shutil.rmtree(building, ignore_errors=True)
+        _publish(kept, lambda building: (building / FINDINGS_FILE).write_bytes(
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def link_records(self, keys: Sequence[str], target: Path) -> int:
         """Make ``target`` a parquet folder of the cached records of ``keys`` (hard links, no Spark job).
