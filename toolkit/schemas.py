@@ -64,10 +64,11 @@ def _type_text(data_type: DataType) -> str:
     return data_type.simpleString()
 
 
-def schema_mismatches(actual: StructType, expected: StructType, *, extra_ok: bool = False) -> list[str]:
+def schema_mismatches(actual: StructType, expected: StructType, *, extra_ok: bool = False,
+                      types: bool = True) -> list[str]:
     """What keeps ``actual`` from being ``expected``: missing columns (with the closest present name when one
-    looks misspelt), columns of another type, and, unless ``extra_ok``, columns the declaration lacks; the
-    order of columns is not checked. Empty when they conform."""
+    looks misspelt), columns of another type (unless not ``types``: a caller that casts) and, unless ``extra_ok``,
+    columns the declaration lacks; the order of columns is not checked. Empty when they conform."""
     from difflib import get_close_matches
 
     have = {f.name: f.dataType for f in actual.fields}
@@ -78,17 +79,18 @@ def schema_mismatches(actual: StructType, expected: StructType, *, extra_ok: boo
         if name not in have:
             near = get_close_matches(name, extra, n=1)
             problems.append(f"missing column {name!r}" + (f" (is {near[0]!r} a misspelling?)" if near else ""))
-        elif _type_text(have[name]) != _type_text(kind):
+        elif types and _type_text(have[name]) != _type_text(kind):
             problems.append(f"column {name!r} is {_type_text(have[name])}, declared {_type_text(kind)}")
     if not extra_ok and extra:
         problems.append(f"undeclared column{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}")
     return problems
 
 
-def require_schema(actual: StructType, expected: StructType, table: str, *, extra_ok: bool = False) -> None:
+def require_schema(actual: StructType, expected: StructType, table: str, *, extra_ok: bool = False,
+                   types: bool = True) -> None:
     """Fail with :class:`TableMismatch` naming ``table`` and each difference when ``actual`` does not conform
     to ``expected`` (see :func:`schema_mismatches`): a missing or misspelt column is an error, never a null."""
-    problems = schema_mismatches(actual, expected, extra_ok=extra_ok)
+    problems = schema_mismatches(actual, expected, extra_ok=extra_ok, types=types)
     if problems:
         raise TableMismatch(f"table {table!r} does not match its declaration: {'; '.join(problems)}")
 
