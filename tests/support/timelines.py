@@ -15,7 +15,6 @@ def at(seconds: float) -> datetime:
 # --- a tiny timeline builder ----------------------------------------------------------------------
 
 
-
 def event_schema():
     """The events table as the table registry declares it (``toolkit.tables``)."""
     from toolkit.tables import table
