@@ -8,9 +8,8 @@
   under the page's heading.
 * **Layout and wrapper tables.** A page line ``<!-- catalogue: layouts -->`` (or ``wrappers``) becomes a
   table of ``toolkit/catalogue/layouts.toml``: id, description and a sample line of every layout (wrapper).
-* **Table columns.** A page line ``<!-- schema: state -->`` (or ``timeline``) becomes the columns of every
-  state (timeline) table as the toolkit declares them (``toolkit/state/schemas.py``,
-  ``toolkit/timeline/schemas.py``).
+* **Table columns.** A page line ``<!-- schema: state -->`` (or ``parse``, ``events``, ``timeline``) becomes the
+  columns of every table that stage writes, as the table registry declares them (``toolkit/tables.py``).
 
 ``mkdocs`` is imported only inside the hooks, so ``tests/test_docs_pages.py`` can import this module
 without it.
@@ -28,7 +27,7 @@ LAYOUTS = REPO / "toolkit" / "catalogue" / "layouts.toml"
 NAV_SECTION = "Detectors"
 FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.S)
 CATALOGUE_TABLE = re.compile(r"^<!-- catalogue: (layouts|wrappers) -->$", re.M)
-SCHEMA_TABLE = re.compile(r"^<!-- schema: (state|timeline) -->$", re.M)
+SCHEMA_TABLE = re.compile(r"^<!-- schema: (parse|state|events|timeline) -->$", re.M)
 
 
 def front_matter(text: str) -> dict[str, str]:
@@ -138,13 +137,11 @@ def catalogue_table(kind: str) -> str:
     return "\n".join(rows)
 
 
-def schema_table(kind: str) -> str:
-    """Markdown table of the declared columns of every ``state`` or ``timeline`` table."""
-    if kind == "state":
-        from toolkit.state.schemas import STATE_SCHEMAS as tables
-    else:
-        from toolkit.timeline.schemas import TABLES as tables
-    rows = ["| table | columns |", "| --- | --- |"]
-    for name, schema in tables.items():
-        rows.append(f"| `{name}` | {', '.join(f'`{f.name}`' for f in schema.fields)} |")
+def schema_table(stage: str) -> str:
+    """Markdown table of the declared file and columns of every table ``stage`` writes (``toolkit.tables``)."""
+    from toolkit.tables import tables_of
+
+    rows = ["| file | columns |", "| --- | --- |"]
+    for spec in tables_of(stage).values():
+        rows.append(f"| `{spec.path}` | {', '.join(f'`{f.name}`' for f in spec.schema.fields)} |")
     return "\n".join(rows)

@@ -32,7 +32,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("catalogue", ("toolkit.catalogue", "toolkit.layouts")),
     ("ingest", ("toolkit.ingest",)),
     ("events", ("toolkit.events",)),
-    ("timeline", ("toolkit.timeline",)),
+    # the timeline, and the registry of every table up to it (it lists the schemas of the stages below)
+    ("timeline", ("toolkit.timeline", "toolkit.tables")),
     ("knowledge", ("toolkit.knowledge",)),
     ("detectors", ("toolkit.detectors",)),
     # what one analysis is asked to do (opens the parse cache it names)

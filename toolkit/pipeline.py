@@ -36,6 +36,7 @@ from toolkit.jvm import input_bytes, is_small, plan_for_input
 from toolkit.options import AnalysisOptions
 from toolkit.spark import release
 from toolkit.state.schemas import STATE_SCHEMAS
+from toolkit.tables import check_table
 from toolkit.timeline import StateFacts, Timeline, build_timeline
 from toolkit.timeline.build import config_with_runs
 from toolkit.timeline.schemas import TABLES as TIMELINE_TABLES
@@ -113,6 +114,8 @@ def classify_records(spark: SparkSession, records: DataFrame, out: Path, progres
         finally:
             derived.release()
         schemas = {name: df.schema for name, df in derived.tables.items()}
+        for name, schema in schemas.items():  # the schemas are known already: checking them costs no job
+            check_table(schema, name)
         if kept is not None:
             cache.store_derived(kept, paths, schemas)
         if kept_shapes is not None:

@@ -14,20 +14,12 @@ def at(seconds: float) -> datetime:
 
 # --- a tiny timeline builder ----------------------------------------------------------------------
 
-PARTITION_ITEM = "struct<topic:string,partition:int,offset:bigint,end_offset:bigint,records:bigint>"
-
 
 def event_schema():
-    from pyspark.sql.types import StructType
+    """The events table as the table registry declares it (``toolkit.tables``)."""
+    from toolkit.tables import table
 
-    from toolkit.catalogue import FIELD_TYPES
-
-    cols = ["source string", "line_no bigint", "host string", "ts timestamp", "level string", "thread string",
-            "logger string", "message string", "stack string", "product string", "template_id string",
-            "event string", "also_events array<string>", "prefix_kind string"]
-    cols += [f"`{name}` {kind}" for name, kind in FIELD_TYPES.items()]
-    cols += [f"partitions array<{PARTITION_ITEM}>", "task_ids array<string>", "run_no int", "run_id string"]
-    return StructType.fromDDL(", ".join(cols))
+    return table("events").schema
 
 
 def frame(spark, schema, rows_):
@@ -41,12 +33,13 @@ def make_timeline(spark, *, events=(), state=None, **tables):
     """A Timeline whose tables hold the given rows (dicts; missing columns are null)."""
     from toolkit.state.schemas import STATE_SCHEMAS
     from toolkit.timeline import StateFacts, Timeline
+    from toolkit.tables import table
     from toolkit.timeline.schemas import TABLES
 
     state = state or {}
     facts = StateFacts(**{name: frame(spark, schema, state.get(name, [])) for name, schema in STATE_SCHEMAS.items()})
     derived = {name: frame(spark, schema, tables.get(name, [])) for name, schema in TABLES.items()}
-    config = spark.createDataFrame([], "run_id string, key string, value string")
+    config = spark.createDataFrame([], table("config").timeline_schema)
     return Timeline(events=frame(spark, event_schema(), list(events)), config=config, state=facts, **derived)
 
 

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Literal
 
-from toolkit.detectors.preconditions import Precondition, tables_of
+from toolkit.detectors.preconditions import Precondition, atoms, columns_read, tables_of
+from toolkit.tables import check_detector_reads
 
 Severity = Literal["critical", "warning", "info"]
 Confidence = Literal["confirmed", "likely", "possible"]
@@ -163,6 +164,9 @@ def detector(*, id: str, title: str, severity: str, needs: tuple[str, ...] = (),
     findings among others of the same severity. ``requires`` (:mod:`toolkit.detectors.preconditions`)
     is a condition on tables of ``needs`` without which the detector cannot produce a finding: when
     the timeline provably lacks it, the runner skips the detector.
+
+    Raises ``ValueError`` when ``needs`` names no table the ``Timeline`` holds, or ``requires`` reads a table or
+    a column the table registry (:mod:`toolkit.tables`) does not declare.
     """
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be one of {SEVERITIES}")
@@ -171,6 +175,9 @@ def detector(*, id: str, title: str, severity: str, needs: tuple[str, ...] = (),
     undeclared = sorted(tables_of(requires) - set(needs))
     if undeclared:
         raise ValueError(f"detector {id!r}: requires reads {', '.join(undeclared)}, which needs does not declare")
+    # Against the table registry: a misspelt table or column fails here, at import, instead of as a detector
+    # whose precondition is never true (skipped on every bundle) or that fails on every run.
+    check_detector_reads(id, needs, [(atom.table, columns_read(atom.where)) for atom in atoms(requires)])
 
     def register(fn: DetectorFn) -> DetectorFn:
         if id in REGISTRY and REGISTRY[id].fn is not fn:

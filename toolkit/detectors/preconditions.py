@@ -11,6 +11,7 @@ have produced a finding; when unsure it must be weaker, never stronger.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Mapping, Union
@@ -166,3 +167,44 @@ def count_rows(timeline: Any, checks: Iterable[RowsIn]) -> dict[RowsIn, int | No
 def check_row_counts(timeline: Any, checks: Iterable[RowsIn]) -> dict[RowsIn, bool | None]:
     """Which row checks hold on ``timeline`` (at least ``min_rows`` rows), in one query (:func:`count_rows`)."""
     return {check: (None if n is None else n >= check.min_rows) for check, n in count_rows(timeline, checks).items()}
+
+
+#: Words of Spark SQL conditions that are not column names (operators, literals, ``CASE`` and ``CAST``
+#: syntax, interval units, type names). A word missing here would be taken for a column and fail the check
+#: loudly at registration, never pass silently.
+_SQL_WORDS = frozenset("""
+and or not in is null true false like rlike ilike regexp between case when then else end as cast try_cast
+distinct interval year years month months week weeks day days hour hours minute minutes second seconds
+millisecond milliseconds microsecond microseconds string int integer bigint long smallint tinyint double float
+decimal boolean timestamp timestamp_ltz timestamp_ntz date binary array map struct escape any some all
+""".split())
+_SQL_TOKEN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`((?:[^`]|``)*)`|([A-Za-z_][A-Za-z0-9_]*)|(\S)")
+
+
+def columns_read(where: str) -> set[str]:
+    """The column names a Spark SQL condition reads, read off its text (no Spark session): identifiers that
+    are not SQL words, function names (followed by ``(``), lambda variables, struct fields after a ``.`` or
+    text inside string literals; a backquoted name is always a column."""
+    tokens: list[tuple[str, str]] = []  # (kind, text): kind name | quoted | other
+    for match in _SQL_TOKEN.finditer(where):
+        quoted_name, word, other = match.group(1), match.group(2), match.group(3)
+        if quoted_name is not None:
+            tokens.append(("quoted", quoted_name.replace("``", "`")))
+        elif word is not None:
+            tokens.append(("name", word))
+        elif other is not None:
+            tokens.append(("other", other))
+        else:
+            tokens.append(("literal", match.group(0)))
+    lambda_vars = {text for i, (kind, text) in enumerate(tokens[:-2])
+                   if kind == "name" and tokens[i + 1] == ("other", "-") and tokens[i + 2] == ("other", ">")}
+    found = set()
+    for i, (kind, text) in enumerate(tokens):
+        after_dot = i > 0 and tokens[i - 1] == ("other", ".")
+        if kind == "quoted" and not after_dot:
+            found.add(text)
+        elif kind == "name" and not after_dot:
+            is_call = i + 1 < len(tokens) and tokens[i + 1] == ("other", "(")
+            if not is_call and text.lower() not in _SQL_WORDS and text not in lambda_vars:
+                found.add(text)
+    return found

@@ -40,6 +40,7 @@ from toolkit.catalogue import FIELD_TYPES, ITEM_FIELDS, Template, load_templates
 from toolkit.catalogue.dispatch import KEY_CHARS, dispatch_plan
 from toolkit.catalogue.gate import worth_trying
 from toolkit.catalogue.prefix import PREFIX_PY
+from toolkit.events.schemas import EVENT_RECORD_COLUMNS
 from toolkit.layouts.catalogue import FIELD_SEP
 from toolkit.layouts.fields import with_head_fields
 from toolkit.schemas import CANDIDATE_COLUMN
@@ -49,9 +50,7 @@ from toolkit.regex import to_java_regex
 from toolkit.sqltext import sql_str
 
 #: Record columns carried into the events table.
-RECORD_KEEP: tuple[str, ...] = (
-    "source", "line_no", "host", "ts", "level", "thread", "logger", "message", "stack",
-)
+RECORD_KEEP: tuple[str, ...] = EVENT_RECORD_COLUMNS
 
 #: Typed event fields, in output order (see ``toolkit.catalogue.FIELD_TYPES`` for types).
 EVENT_FIELDS: tuple[str, ...] = tuple(FIELD_TYPES)

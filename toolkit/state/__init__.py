@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType, TimestampType
 
 from toolkit import utc
+from toolkit.schemas import table_fields
 from toolkit.state import cloudtrail as _cloudtrail
 from toolkit.state import dynamodb as _dynamodb
 from toolkit.state import kafka_state as _kafka
@@ -84,20 +85,14 @@ class StateItem:
 
 
 @dataclass
+@table_fields(STATE_TABLES, "list[dict[str, Any]]", default_factory=list)
 class StateRows:
     """The tables as plain Python rows (dicts), before they become DataFrames.
 
     One list per name of :data:`toolkit.state.schemas.STATE_TABLES`, in that order.
     """
 
-    state_files: list[dict[str, Any]] = field(default_factory=list)
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
-    dynamo_tables: list[dict[str, Any]] = field(default_factory=list)
-    dynamo_items: list[dict[str, Any]] = field(default_factory=list)
-    cloudtrail: list[dict[str, Any]] = field(default_factory=list)
-    nifi_state: list[dict[str, Any]] = field(default_factory=list)
-    nifi_repository_files: list[dict[str, Any]] = field(default_factory=list)
-    nifi_local_state: list[dict[str, Any]] = field(default_factory=list)
+    # one ``list[dict[str, Any]]`` per state table, added by ``table_fields``
     problems: list[tuple[str, str]] = field(default_factory=list)
 
     def digest(self) -> str:
@@ -107,20 +102,14 @@ class StateRows:
 
 
 @dataclass
+@table_fields(STATE_TABLES, "DataFrame")
 class StateTables:
     """State fact tables (schemas in :mod:`toolkit.state.schemas`) plus ingest problems ``(source, reason)``.
 
     One DataFrame per name of :data:`toolkit.state.schemas.STATE_TABLES`, in that order.
     """
 
-    state_files: DataFrame
-    checkpoints: DataFrame
-    dynamo_tables: DataFrame
-    dynamo_items: DataFrame
-    cloudtrail: DataFrame
-    nifi_state: DataFrame
-    nifi_repository_files: DataFrame
-    nifi_local_state: DataFrame
+    # one DataFrame per state table, first, added by ``table_fields``
     problems: list[tuple[str, str]]
     #: see :meth:`StateRows.digest`
     digest: str = ""

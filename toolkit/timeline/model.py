@@ -15,26 +15,29 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from toolkit import utc
-from toolkit.state.schemas import STATE_SCHEMAS
+from toolkit.schemas import table_fields
+from toolkit.state.schemas import STATE_SCHEMAS, STATE_TABLES
 from toolkit.timeline.schemas import TABLES
+
+#: State tables a caller may leave out of :class:`StateFacts` (the NiFi write-ahead logs came later): empty then.
+OPTIONAL_STATE_TABLES = ("nifi_repository_files", "nifi_local_state")
+#: Timeline tables a caller may leave out of :class:`Timeline`: NiFi repository checkpoints/restores and
+#: component-state changes (``toolkit.timeline.nifi``). The build derives them with the other tables, and every
+#: timeline made from this one carries them over; derived from ``events`` and ``state`` here only when a caller
+#: builds a Timeline without them.
+OPTIONAL_TIMELINE_TABLES = ("nifi_checkpoints", "nifi_state_changes")
 
 
 @dataclass
+@table_fields(STATE_TABLES, "DataFrame", optional=OPTIONAL_STATE_TABLES)
 class StateFacts:
     """State-capture tables, one per name of ``toolkit.state.schemas.STATE_TABLES`` in that order.
 
     Empty frames when nothing was captured.
     """
 
-    state_files: DataFrame
-    checkpoints: DataFrame
-    dynamo_tables: DataFrame
-    dynamo_items: DataFrame
-    cloudtrail: DataFrame
-    nifi_state: DataFrame
-    #: NiFi write-ahead logs; empty frames when not given (older callers build StateFacts without them)
-    nifi_repository_files: DataFrame | None = None
-    nifi_local_state: DataFrame | None = None
+    # One DataFrame per state table, added by ``table_fields``; the NiFi write-ahead logs' are optional, as
+    # empty frames when not given (older callers build StateFacts without them).
 
     def __post_init__(self) -> None:
         spark = self.state_files.sparkSession
@@ -44,31 +47,15 @@ class StateFacts:
 
 
 @dataclass
+@table_fields(TABLES, "DataFrame", after="state", optional=OPTIONAL_TIMELINE_TABLES)
 class Timeline:
     """The reconstructed incident: every table is a Spark DataFrame (schemas in ``schemas.py``)."""
 
     events: DataFrame
     config: DataFrame
     state: StateFacts
-    process_runs: DataFrame
-    generations: DataFrame
-    thread_states: DataFrame
-    client_states: DataFrame
-    task_lifecycles: DataFrame
-    locks: DataFrame
-    checkpoints: DataFrame
-    restorations: DataFrame
-    wipes: DataFrame
-    dir_cleanups: DataFrame
-    nifi_processor_events: DataFrame
-    migration_steps: DataFrame
-    clock_skew: DataFrame
+    # then one DataFrame per table of ``toolkit.timeline.schemas.TABLES``, added by ``table_fields``
     notes: list[str] = field(default_factory=list)
-    #: NiFi repository checkpoints/restores and component-state changes (``toolkit.timeline.nifi``). The build
-    #: derives them with the other tables, and every timeline made from this one carries them over; derived
-    #: from ``events`` and ``state`` here only when a caller builds a Timeline without them.
-    nifi_checkpoints: DataFrame | None = None
-    nifi_state_changes: DataFrame | None = None
 
     def __post_init__(self) -> None:
         if self.nifi_checkpoints is None or self.nifi_state_changes is None:

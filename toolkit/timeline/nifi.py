@@ -19,6 +19,14 @@ from pyspark.sql import functions as F
 from toolkit.sqltext import sql_list, sql_str
 from toolkit.timeline.sql import _conform, quoted, sql_map
 
+# The columns rows of one origin never have (typed nulls; see ``_conform``): a log line has no capture file,
+# a capture fact no line, run, event or thread.
+_LOG_ABSENT = ("file_mtime", "capture_time", "complete")
+_CAPTURE_ABSENT = ("run_id", "swap_files", "duration_ms", "event", "thread", "line_no")
+_LOG_STATE_ABSENT = ("state_version", "entries_before", "entries_after", "listing_before", "listing_after",
+                     "file_mtime")
+_CAPTURE_STATE_ABSENT = ("run_id", "component_type", "records", "event", "line_no")
+
 #: event -> (repository or None when the line does not say, kind)
 CHECKPOINT_EVENTS: dict[str, tuple[str | None, str]] = {
     "FLOWFILE_REPO_CHECKPOINT_STARTED": ("flowfile", "checkpoint_started"),
@@ -106,7 +114,7 @@ def checkpoint_rows_from_logs(events: DataFrame) -> DataFrame:
         f"{records} AS records", f"{swap} AS swap_files", "duration_ms", f"{max_tx} AS max_transaction_id",
         "'log' AS origin", "event", "thread", "path", f"{problem} AS problem", "source", "line_no",
     )
-    return _conform(out, "nifi_checkpoints")
+    return _conform(out, "nifi_checkpoints", absent=_LOG_ABSENT)
 
 
 def checkpoint_rows_from_capture(files: DataFrame) -> DataFrame:
@@ -119,7 +127,7 @@ def checkpoint_rows_from_capture(files: DataFrame) -> DataFrame:
         "coalesce(problem, CASE WHEN note LIKE 'content not captured%' THEN note END) AS problem", "source",
         "CASE WHEN kind = 'journal' THEN last_transaction_id ELSE max_transaction_id END AS max_transaction_id",
     )
-    return _conform(rows, "nifi_checkpoints")
+    return _conform(rows, "nifi_checkpoints", absent=_CAPTURE_ABSENT)
 
 
 #: A flow component's id (framework services use their class name as the state's component id).
@@ -139,7 +147,7 @@ def state_rows_from_logs(events: DataFrame) -> DataFrame:
         f"{sql_map(STATE_EVENTS)}[event] AS kind", "'log' AS origin", "records",
         "substring_index(message, '\\n', 1) AS detail", "event", "source", "line_no",
     )
-    return _conform(out, "nifi_state_changes")
+    return _conform(out, "nifi_state_changes", absent=_LOG_STATE_ABSENT)
 
 
 def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
@@ -204,7 +212,8 @@ def state_rows_from_capture(local_state: DataFrame) -> DataFrame:
                         "concat('1.x local state in ', path,"
                         " ' is not read by the 2.x write-ahead log in the same folder') AS detail",
                         "file_mtime", "source"))
-    return _conform(changes, "nifi_state_changes").unionByName(_conform(lost, "nifi_state_changes"))
+    return (_conform(changes, "nifi_state_changes", absent=_CAPTURE_STATE_ABSENT)
+            .unionByName(_conform(lost, "nifi_state_changes", absent=(*_CAPTURE_STATE_ABSENT, "listing_after"))))
 
 
 #: Event columns the NiFi tables read (typed as in ``toolkit.events``); absent ones are taken as null.

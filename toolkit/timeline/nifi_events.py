@@ -38,7 +38,8 @@ def migration_steps(events: DataFrame, state: StateFacts) -> DataFrame:
     failed = events.where("event = 'PROCESSOR_START_FAILED' AND contains(message, 'DynamoDb')").selectExpr(
         "`table`", "ts", "'PROCESSOR_START_FAILED' AS step", "'log' AS origin", "host",
         "error_class AS error_code", f"{FIRST_LINE} AS detail", "source", "line_no")
-    steps = _conform(logs.unionByName(failed).selectExpr("*", base_table), "migration_steps")
+    # CloudTrail's caller is known for CloudTrail's steps only
+    steps = _conform(logs.unionByName(failed).selectExpr("*", base_table), "migration_steps", absent=("actor",))
     ct = state.cloudtrail
     if "event_name" in ct.columns:
         actor = ", ".join([c for c in ("source_ip", "user_arn") if c in ct.columns] + ["CAST(NULL AS STRING)"])

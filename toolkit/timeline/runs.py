@@ -154,7 +154,9 @@ def process_runs(events: DataFrame, config: DataFrame | None, bounds: DataFrame 
         runs = runs.join(_run_settings(config), "run_id", "left").withColumns(
             {col: F.expr(f"try_cast({col} AS {cast})") for _, col, cast in RUN_SETTINGS})
         runs = runs.withColumn("app_id", F.expr("coalesce(_config_app_id, app_id)"))
-    return _conform(runs, "process_runs")
+    # Without configuration dumps (config is optional input) the run's settings are unknown: typed nulls.
+    unknown = () if config is not None else tuple(col for _, col, _ in RUN_SETTINGS if not col.startswith("_"))
+    return _conform(runs, "process_runs", absent=unknown)
 
 
 # --------------------------------------------------------------------------- versions

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructType, TimestampType
 
+from toolkit.schemas import TableMismatch, require_schema
 from toolkit.sqltext import event_in, sql_str
 from toolkit.timeline.schemas import TABLES
 
@@ -36,7 +37,10 @@ def quoted(name: str) -> str:
 
 
 def conform(df: DataFrame, schema: StructType) -> DataFrame:
-    """Exactly the schema's columns, in order, each of its type (missing ones as typed nulls): one projection."""
+    """Exactly the schema's columns, in order, each of its type (missing ones as typed nulls): one projection.
+
+    Lenient on purpose, for input that may lack columns (frames built by older callers); the table builders
+    use :func:`_conform`, which fails on a column they do not produce unless they say it is absent."""
     present = {f.name: f.dataType for f in df.schema.fields}
     columns = []
     for f in schema.fields:
@@ -53,9 +57,20 @@ def conform(df: DataFrame, schema: StructType) -> DataFrame:
 # --------------------------------------------------------------------------- shared by the table builders
 
 
-def _conform(df: DataFrame, name: str) -> DataFrame:
-    """Select exactly the schema's columns (missing ones as typed nulls), in order."""
-    return conform(df, TABLES[name])
+def _conform(df: DataFrame, name: str, absent: tuple[str, ...] = ()) -> DataFrame:
+    """Select exactly the columns of the timeline table ``name``, in order, each of its type.
+
+    Strict: a declared column ``df`` lacks fails (``TableMismatch`` naming the table and the column, and the
+    closest name ``df`` has when it looks misspelt), unless it is in ``absent``: a column rows of this origin
+    never have (a log line has no file mtime, a capture fact no line number), which becomes a typed null."""
+    schema = TABLES[name]
+    unknown = [c for c in absent if c not in schema.fieldNames()]
+    if unknown:
+        raise TableMismatch(f"table {name!r}: columns said to be absent are not declared: {', '.join(unknown)}")
+    present = set(df.columns)
+    expected = StructType([f for f in schema.fields if f.name in present or f.name not in absent])
+    require_schema(df.schema, expected, name, extra_ok=True, types=False)
+    return conform(df, schema)
 
 
 def _is(event: str | tuple[str, ...]) -> str:

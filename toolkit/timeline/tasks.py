@@ -15,7 +15,8 @@ from toolkit.sqltext import earliest, sql_list, sql_str
 from toolkit.state.schemas import CHANGELOG_CHECKPOINT_FILES
 from toolkit.timeline.model import StateFacts
 from toolkit.timeline.runs import _intervals, _run_ends
-from toolkit.timeline.sql import _conform, _explode_partitions, _exprs, _is, sql_map
+from toolkit.timeline.schemas import TABLES
+from toolkit.timeline.sql import _conform, _explode_partitions, _exprs, _is, conform, sql_map
 
 # --------------------------------------------------------------------------- tasks
 
@@ -153,8 +154,12 @@ def checkpoints(events: DataFrame, state: StateFacts) -> DataFrame:
         "host", "app_id", "task_id", "store", "topic", "partition",
         "file_mtime AS ts", "CASE WHEN problem IS NOT NULL THEN 'corrupt' ELSE 'file' END AS kind",
         "offset", "'capture' AS origin", "file_mtime", "capture_time", "problem", "source",
-    ) if "file_kind" in cap.columns else cap.limit(0)
-    return _conform(logs, "checkpoints").unionByName(_conform(capture, "checkpoints"))
+    ) if "file_kind" in cap.columns else None
+    # Log lines have no file facts; capture facts have no line, run or event. State checkpoints without
+    # ``file_kind`` (built by hand before it existed) add no rows: their columns are not this table's.
+    capture_rows = (_conform(capture, "checkpoints", absent=("run_id", "event", "line_no")) if capture is not None
+                    else conform(cap.limit(0), TABLES["checkpoints"]))
+    return _conform(logs, "checkpoints", absent=("file_mtime", "capture_time", "problem")).unionByName(capture_rows)
 
 
 # --------------------------------------------------------------------------- restorations
