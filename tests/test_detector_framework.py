@@ -35,8 +35,8 @@ from toolkit.detectors.preconditions import atoms, evaluate
 def test_every_detector_module_registers_one_detector_and_every_detector_has_a_playbook():
     """The registry holds exactly one detector per module of toolkit/detectors, under the module's name, and
     the playbooks with a detector's front matter are exactly those of the registry."""
-    support_modules = {"__init__", "base", "common", "evidence", "preconditions", "registry", "runner", "serialise",
-                       "verdict"}
+    support_modules = {"__init__", "base", "common", "evidence", "harness", "preconditions", "registry", "runner",
+                       "serialise", "verdict"}
     modules = {p.stem for p in (REPO / "toolkit" / "detectors").glob("*.py")} - support_modules
     specs = registered_detectors()
     assert sorted(spec.fn.__module__.rsplit(".", 1)[1] for spec in specs.values()) == sorted(modules)
