@@ -19,6 +19,7 @@ The package is split by job, and re-exports the public names of each:
 * :mod:`~toolkit.detectors.runner` -- the gate, the views, running several detectors at once, ranking;
 * :mod:`~toolkit.detectors.evidence` -- the cited lines read in one join, the evidence already kept;
 * :mod:`~toolkit.detectors.serialise` -- findings to and from JSON;
+* :mod:`~toolkit.detectors.verdict` -- what a run concludes, decided once for ``detect``'s text and the report;
 * :mod:`~toolkit.detectors.harness` -- one detector on a few rows typed in a test or a notebook (not re-exported:
   it is imported where it is used);
 * :mod:`~toolkit.detectors.common` -- the helpers detectors share (:mod:`toolkit.detectors.helpers`).
