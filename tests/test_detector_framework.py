@@ -35,7 +35,8 @@ from toolkit.detectors.preconditions import atoms, evaluate
 def test_every_detector_module_registers_one_detector_and_every_detector_has_a_playbook():
     """The registry holds exactly one detector per module of toolkit/detectors, under the module's name, and
     the playbooks with a detector's front matter are exactly those of the registry."""
-    support_modules = {"__init__", "base", "common", "preconditions"}
+    support_modules = {"__init__", "base", "common", "evidence", "harness", "preconditions", "registry", "runner",
+                       "serialise", "verdict"}
     modules = {p.stem for p in (REPO / "toolkit" / "detectors").glob("*.py")} - support_modules
     specs = registered_detectors()
     assert sorted(spec.fn.__module__.rsplit(".", 1)[1] for spec in specs.values()) == sorted(modules)
@@ -140,13 +141,13 @@ def test_every_detector_runs_on_an_empty_timeline_within_its_needs(spark):
 
 
 def test_evidence_of_all_findings_is_read_in_one_join(spark, monkeypatch):
-    import toolkit.detectors as detectors
+    import toolkit.detectors.runner as runner
     from toolkit.detectors.base import Finding
     from toolkit.detectors.common import evidence_lines
 
     calls = []
-    real = detectors.resolve_evidence
-    monkeypatch.setattr(detectors, "resolve_evidence", lambda tl, fs, **kw: calls.append(len(fs)) or real(tl, fs, **kw))
+    real = runner.resolve_evidence
+    monkeypatch.setattr(runner, "resolve_evidence", lambda tl, fs, **kw: calls.append(len(fs)) or real(tl, fs, **kw))
 
     def cites(line_no):
         def fn(tl):
@@ -182,7 +183,7 @@ def test_truncation_is_recorded(spark):
 
 def test_missing_evidence_leaves_out_the_logging_a_host_already_has(spark):
     """A finding does not ask to raise loggers to DEBUG on a host whose log already holds their DEBUG lines."""
-    from toolkit.detectors import _drop_logging_already_kept
+    from toolkit.detectors import drop_logging_already_kept
     from toolkit.detectors.base import Finding
     from toolkit.knowledge import logging_steps
 
@@ -196,7 +197,7 @@ def test_missing_evidence_leaves_out_the_logging_a_host_already_has(spark):
     at_debug, at_info = (Finding(detector="eos-checkpoint-stale-during-running", severity="warning", confidence="likely",
                                  title="t", explanation="e", hosts=[host], missing_evidence=[step.text, "Capture state.dir"])
                          for host in ("h0", "h1"))
-    _drop_logging_already_kept(tl, [at_debug, at_info])
+    drop_logging_already_kept(tl, [at_debug, at_info])
     assert at_debug.missing_evidence == ["Capture state.dir"]
     assert at_info.missing_evidence == [step.text, "Capture state.dir"]
 

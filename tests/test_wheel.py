@@ -58,6 +58,7 @@ def test_wheel_carries_data_files_and_nothing_from_tests_or_samples(wheel):
         ("toolkit/catalogue", "*.toml", "toolkit/catalogue"),
         ("toolkit/knowledge", "*.toml", "toolkit/knowledge"),
         ("toolkit/resources", "*", "toolkit/resources"),
+        ("toolkit/report/templates", "*.html", "toolkit/report/templates"),
         ("notebooks", "*.ipynb", "toolkit/notebooks"),
         ("playbooks", "*.md", "toolkit/playbooks"),
     ):

@@ -28,14 +28,14 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from toolkit.commands import UsageError, bundle_label, open_command_bundle, run_command, spark_from_args
-from toolkit.detectors.base import ERROR, FINDING_SEVERITIES, SEVERITIES, Finding
-from toolkit.ingest import EMPTY, READABLE, UNREADABLE
+from toolkit.detectors.base import ERROR, SEVERITIES, Finding
+from toolkit.detectors.verdict import decide_verdict, verdict_text
+from toolkit.ingest import EMPTY, UNREADABLE
 from toolkit.options import add_command_arguments, options_from_args
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SPARK, EXIT_FINDINGS, EXIT_DETECTOR_ERROR, EXIT_UNREADABLE = (
@@ -96,41 +96,9 @@ def format_text(findings: Sequence[Finding], bundle: str = "", ingest: dict[str,
     """Ranked findings for a terminal: headline, explanation, evidence excerpts, gaps, impact, playbook.
 
     ``ingest`` (``findings.json``'s, :meth:`toolkit.ingest.IngestReport.readability`): when the bundle held
-    nothing the detectors could read, that comes first, so no finding is not taken for a clean bill."""
-    unread = ingest.get("message") if ingest and ingest.get("status") not in (None, READABLE) else None
-    warning = [f"WARNING: {unread[0].upper() + unread[1:]}.",
-               "  The unparsed lines and every ingest problem: `stream-incident parse BUNDLE --out DIR` (ingest.json).",
-               ""] if unread else []
-    if not findings:
-        if unread:
-            return "\n".join([*warning, f"No findings for {bundle or 'the bundle'}, because nothing could be read: "
-                                         "this is no all-clear."]) + "\n"
-        return f"No findings for {bundle or 'the bundle'}.\n"
-    counts = ", ".join(f"{sum(f.severity == s for f in findings)} {s}" for s in FINDING_SEVERITIES
-                       if s != ERROR or any(f.severity == ERROR for f in findings))
-    lines = [*warning, f"{len(findings)} finding(s) for {bundle}: {counts}", ""]
-    wrap = textwrap.TextWrapper(width=110, initial_indent="    ", subsequent_indent="    ")
-    for n, f in enumerate(findings, 1):
-        when = f.ts.strftime("%Y-%m-%d %H:%M:%S UTC") if f.ts else "time unknown"
-        lines.append(f"{n}. [{f.severity.upper()} / {f.confidence}] {f.title}")
-        lines.append(f"    detector {f.detector}; {when}; hosts {', '.join(f.hosts) or '-'}; "
-                     f"tasks {', '.join(f.tasks) or '-'}")
-        lines += wrap.wrap(f.explanation)
-        if f.evidence:
-            lines.append("    evidence:")
-            lines += [f"      {e.location()}  {e.text}" for e in f.evidence]
-        if f.impact is not None:
-            lines += textwrap.wrap(f"impact: {f.impact.summary}", width=110, initial_indent="    ",
-                                   subsequent_indent="      ")
-        if f.missing_evidence:
-            lines.append("    missing evidence:")
-            lines += [f"      - {m}" for m in f.missing_evidence]
-        if f.known_bugs:
-            lines.append("    known bugs:")
-            lines += [f"      - {k}" for k in f.known_bugs]
-        lines.append(f"    playbook: {f.playbook}")
-        lines.append("")
-    return "\n".join(lines)
+    nothing the detectors could read, that comes first, so no finding is not taken for a clean bill. The verdict
+    is decided by :func:`toolkit.detectors.verdict.decide_verdict`, as the report's is."""
+    return verdict_text(decide_verdict(findings, bundle, ingest))
 
 
 def _matches_fail_on(findings: Sequence[Finding], fail_on: str | None) -> bool:

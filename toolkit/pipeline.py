@@ -30,6 +30,7 @@ from toolkit.cache_admin import trim_if_due
 from toolkit.catalogue.user import activate as activate_catalogue
 from toolkit.detectors import DetectorResults, findings_to_json, run_detectors
 from toolkit.detectors.base import ERROR, Finding
+from toolkit.detectors.runner import EVIDENCE_UNREAD
 from toolkit.events.derive import DERIVED_TABLES, SHAPES_TABLE, derive_tables
 from toolkit.ingest import IngestReport, parse_bundle, write_tables
 from toolkit.jvm import input_bytes, is_small, plan_for_input
@@ -387,5 +388,5 @@ def _cached_findings(cache: ParseCache | None, kept: Path | None) -> DetectorRes
 def _incomplete(findings: Sequence[Finding]) -> bool:
     """Results not to keep: a detector failed (perhaps for a passing reason: memory, a lost executor), or the lines a
     finding cites could not be read."""
-    return any(f.severity == ERROR or any(m.startswith("evidence lines could not be read") for m in f.missing_evidence)
+    return any(f.severity == ERROR or any(m.startswith(EVIDENCE_UNREAD) for m in f.missing_evidence)
                for f in findings)

@@ -10,15 +10,18 @@ a thread of their own (:class:`OrderedDisplay`), but everything is shown in the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import markupsafe
 import pandas as pd
 
 from toolkit import utc
+from toolkit.detectors.verdict import decide_verdict
 from toolkit.report.investigation import ReportView
 from toolkit.shipped import shipped_file
 
@@ -71,8 +74,17 @@ def _impact_text(finding) -> str:
     return impact.summary if hasattr(impact, "summary") else str(impact.get("summary", ""))
 
 
-#: The verdict's colour when nothing could be checked: neither the green of a clean run nor a finding's.
-_NOTHING_READ_COLOUR = "#616161"
+@functools.cache
+def _templates() -> Any:
+    """The report's Jinja2 templates (``toolkit/report/templates``), escaping every value they are given."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("toolkit.report", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    # playbook_link builds its own (escaped) markup: a link when the playbook is on this machine, else the path.
+    env.globals.update(playbook_link=lambda f: markupsafe.Markup(playbook_link(f)), impact_text=_impact_text,
+                       colours=_SEVERITY_COLOUR)
+    return env
 
 
 def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, Any] | None = None,
@@ -82,62 +94,10 @@ def verdict_html(findings: Sequence, bundle_name: str, readability: dict[str, An
     ``readability`` (:meth:`toolkit.ingest.IngestReport.readability`): a bundle with nothing the detectors could
     read gets a verdict that says so (never the green "no known incident pattern found"); with findings, a note.
     ``outside``: the findings the report's scope (``scope``: its hosts and tasks, in words) leaves out; with none
-    inside, the verdict says where they are instead of an all-clear."""
-    head = f"<h1 style='margin-bottom:0.2em'>Incident report: {html.escape(bundle_name)}</h1>"
-    unread = (readability or {}).get("message") if (readability or {}).get("status", "ok") != "ok" else None
-    if not findings and unread:
-        return head + (f"<div class='verdict-nothing-read' style='border-left:6px solid {_NOTHING_READ_COLOUR};"
-                       "padding:0.6em 1em;background:#f3f3f3'>"
-                       "<h2 style='margin:0'>Verdict: nothing could be checked</h2>"
-                       f"<p>{html.escape(unread[0].upper() + unread[1:])}. No finding here is no all-clear: "
-                       + ("collect the pods' logs (and state) again." if readability.get("status") == "empty" else
-                          "the logs are in a layout the toolkit does not know; the ingest problems below show "
-                          "their first lines.") + "</p></div>")
-    raised = [f for f in outside if f.severity in ("critical", "warning")]
-    if not findings and raised:
-        worst = next((f for f in raised if f.severity == "critical"), raised[0])
-        colour = _SEVERITY_COLOUR.get(worst.severity, "#333")
-        listed = "".join(f"<li>{html.escape(f.severity)}: {html.escape(f.title)}</li>" for f in raised[:8])
-        return head + (f"<div class='verdict-out-of-scope' style='border-left:8px solid {colour};padding:0.6em 1em;"
-                       "background:#fdf6ec'>"
-                       f"<h2 style='margin:0'>Verdict: nothing in this report's scope ({html.escape(scope)}); "
-                       f"{len(raised)} finding(s) elsewhere in the bundle</h2>"
-                       f"<p>The bundle has findings on other hosts or tasks (all of them are in findings.json):</p>"
-                       f"<ul>{listed}</ul><p>Widen the scope (hosts, tasks) to see them here.</p></div>")
-    if not findings:
-        return head + ("<div style='border-left:6px solid #2e7d32;padding:0.6em 1em;background:#f1f8f1'>"
-                       "<h2 style='margin:0'>Verdict: no known incident pattern found</h2>"
-                       "<p>No detector matched. Check the ingest problems below (unparsed or missing logs can hide "
-                       "an incident) and the timeline charts.</p></div>")
-    # A failed detector (status "error") is listed, never the verdict.
-    top = next((f for f in findings if f.severity != "error"), findings[0])
-    colour = _SEVERITY_COLOUR.get(top.severity, "#333")
-    parts = [head,
-             f"<div style='border-left:8px solid {colour};padding:0.6em 1em;background:#fdf3f3'>",
-             f"<div style='font-size:0.9em;color:{colour};font-weight:bold;text-transform:uppercase'>"
-             f"Verdict · {html.escape(top.severity)} · {html.escape(top.confidence)}</div>",
-             f"<h2 style='margin:0.2em 0'>{html.escape(top.title)}</h2>",
-             f"<p style='font-size:1.05em'>{html.escape(top.explanation)}</p>"]
-    impact = _impact_text(top)
-    if impact:
-        parts.append(f"<p><b>Impact:</b> {html.escape(impact)}</p>")
-    where = ", ".join(filter(None, [("hosts " + ", ".join(top.hosts)) if top.hosts else "",
-                                    ("tasks " + ", ".join(top.tasks)) if top.tasks else ""]))
-    if where:
-        parts.append(f"<p><b>Where:</b> {html.escape(where)}</p>")
-    if top.known_bugs:
-        # Each is a sentence of its own, full stop included.
-        parts.append(f"<p><b>Known bugs:</b> {html.escape(' '.join(top.known_bugs))}</p>")
-    parts.append(f"<p><b>Playbook:</b> {playbook_link(top)} · detector <code>{html.escape(top.detector)}</code></p>")
-    if unread:
-        parts.append(f"<p class='verdict-nothing-read'><b>Note:</b> {html.escape(unread)}.</p>")
-    parts.append("</div><h3>All findings, ranked</h3><ol>")
-    for f in findings:
-        c = _SEVERITY_COLOUR.get(f.severity, "#333")
-        parts.append(f"<li><span style='color:{c};font-weight:bold'>{html.escape(f.severity)}</span> · "
-                     f"{html.escape(f.confidence)} · {html.escape(f.title)} — {playbook_link(f)}</li>")
-    parts.append("</ol>")
-    return "".join(parts)
+    inside, the verdict says where they are instead of an all-clear. The verdict is decided by
+    :func:`toolkit.detectors.verdict.decide_verdict`, as ``detect``'s text is; this renders it."""
+    verdict = decide_verdict(findings, bundle_name, readability, outside=outside, scope=scope)
+    return _templates().get_template("verdict.html").render(verdict=verdict)
 
 
 def findings_table(findings: Sequence) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructType, TimestampType
@@ -218,9 +218,10 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
             if row.get("table"):
                 describes_by_folder[str(PurePosixPath(item.source).parent)].append(row["table"])
 
+    ctx = _ReadContext(out, describes_by_folder, budget)
     for item, kind in resolved:
         try:
-            _read_item(item, kind, out, describes_by_folder, budget)
+            _READERS[kind](item, kind, ctx)
         except Exception as exc:  # noqa: BLE001 - the last guard: one bad file must not stop the bundle
             out.problems.append((item.source, f"unexpected error reading {kind}: {type(exc).__name__}: {exc}"))
     # Every row carries every column (None when absent), so Python users see the same shape as the tables.
@@ -230,77 +231,143 @@ def collect_state_rows(items: Iterable[StateItem]) -> StateRows:
     return out
 
 
-def _read_item(item: StateItem, kind: str, out: StateRows, describes_by_folder: dict[str, list[str]],
-               budget: _JsonBudget) -> None:
+@dataclass
+class _ReadContext:
+    """What the readers of one bundle share: the rows read so far, the tables each folder's describe-table captures
+    name (a scan without a table name borrows the only one of its folder), and the JSON bytes left to read."""
+
+    out: StateRows
+    describes_by_folder: dict[str, list[str]]
+    budget: _JsonBudget
+
+
+#: A reader adds the rows and problems of one item of the kind it is given to ``ctx.out``; what it raises the
+#: caller reports as a problem of that item.
+_Reader = Callable[[StateItem, str, _ReadContext], None]
+#: Kind -> its reader, in the order of :data:`STATE_KINDS` (filled by :func:`_reads`).
+_READERS: dict[str, _Reader] = {}
+
+
+def _reads(*kinds: str) -> Callable[[_Reader], _Reader]:
+    """Register the decorated function as the reader of ``kinds``."""
+
+    def register(fn: _Reader) -> _Reader:
+        for kind in kinds:
+            if kind in _READERS:
+                raise ValueError(f"state kind {kind!r} has two readers")
+            _READERS[kind] = fn
+        return fn
+
+    return register
+
+
+@_reads("state_dir", "state_capture", "state_listing")
+def _read_snapshot(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """A state folder (Kafka Streams' or NiFi's), a capture archive or its extracted manifest, or a listing."""
     path = Path(item.path)
-    if kind == "dynamodb_table":
-        return  # done above
-    if kind in ("state_dir", "state_capture", "state_listing"):
-        try:
-            if kind == "state_dir" and detect_nifi_dir(path):
-                snap = _nifi_wal.from_directory(path)
-            elif kind == "state_dir":
-                snap = _snapshot.from_directory(path)
-            elif kind == "state_listing":
-                snap = _snapshot.from_listing(path)
-            elif path.name == MANIFEST_FILE_NAME:
-                snap = _snapshot.from_extracted_manifest(path)
-            else:
-                snap = _snapshot.from_capture_archive(path)
-        except (OSError, ValueError) as exc:
-            out.problems.append((item.source, str(exc)))
-            return
-        if snap.product == "nifi":
-            _add_nifi(out, snap, item)
-            return
-        rows = _kafka.read_snapshot(snap, item.host or None, item.source)
-        out.state_files.extend(rows.state_files)
-        out.checkpoints.extend(rows.checkpoints)
-        out.problems.extend(rows.problems)
-        return
-    if kind == "nifi_wal_file":
-        try:
-            snap = _nifi_wal.lone_file_snapshot(path)
-        except OSError as exc:
-            out.problems.append((item.source, f"cannot read NiFi write-ahead-log file: {exc}"))
-            return
-        _add_nifi(out, snap, item)
-        return
-    if kind == "checkpoint_file":
-        try:
-            with open(path, "rb") as handle:
-                data: bytes | None = handle.read(MAX_CHECKPOINT_BYTES + 1)
-        except OSError:
-            data = None
-        rows = _kafka.lone_checkpoint_rows(
-            data, path.name, path.parent.name or None, path.parent.parent.name or None, _mtime(path),
-            item.host or None, item.source,
-        )
-        out.checkpoints.extend(rows.checkpoints)
-        out.problems.extend(rows.problems)
-        return
     try:
-        text = budget.read_text(item)
+        if kind == "state_dir" and detect_nifi_dir(path):
+            snap = _nifi_wal.from_directory(path)
+        elif kind == "state_dir":
+            snap = _snapshot.from_directory(path)
+        elif kind == "state_listing":
+            snap = _snapshot.from_listing(path)
+        elif path.name == MANIFEST_FILE_NAME:
+            snap = _snapshot.from_extracted_manifest(path)
+        else:
+            snap = _snapshot.from_capture_archive(path)
     except (OSError, ValueError) as exc:
-        out.problems.append((item.source, f"cannot read {kind} capture: {exc}"))
+        ctx.out.problems.append((item.source, str(exc)))
         return
-    if kind == "dynamodb_scan":
-        name = PurePosixPath(item.source).name
-        table = _dynamodb.table_from_scan_name(name)
-        if table is None:
-            siblings = describes_by_folder.get(str(PurePosixPath(item.source).parent), [])
-            table = siblings[0] if len(set(siblings)) == 1 else None
-        rows_, problems = _dynamodb.scan_rows(
-            text, table=table, host=item.host, source=item.source, capture_time=_mtime(path)
-        )
-        out.dynamo_items.extend(rows_)
-    elif kind == "cloudtrail":
-        rows_, problems = _cloudtrail.cloudtrail_rows(text, host=item.host, source=item.source)
-        out.cloudtrail.extend(rows_)
-    else:  # nifi_state
-        rows_, problems = _nifi.nifi_state_rows(text, host=item.host, source=item.source, capture_time=_mtime(path))
-        out.nifi_state.extend(rows_)
-    out.problems.extend(problems)
+    if snap.product == "nifi":
+        _add_nifi(ctx.out, snap, item)
+        return
+    rows = _kafka.read_snapshot(snap, item.host or None, item.source)
+    ctx.out.state_files.extend(rows.state_files)
+    ctx.out.checkpoints.extend(rows.checkpoints)
+    ctx.out.problems.extend(rows.problems)
+
+
+@_reads("checkpoint_file")
+def _read_checkpoint_file(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """A lone ``.checkpoint`` file (an unreadable one becomes a row with its problem)."""
+    path = Path(item.path)
+    try:
+        with open(path, "rb") as handle:
+            data: bytes | None = handle.read(MAX_CHECKPOINT_BYTES + 1)
+    except OSError:
+        data = None
+    rows = _kafka.lone_checkpoint_rows(
+        data, path.name, path.parent.name or None, path.parent.parent.name or None, _mtime(path),
+        item.host or None, item.source,
+    )
+    ctx.out.checkpoints.extend(rows.checkpoints)
+    ctx.out.problems.extend(rows.problems)
+
+
+@_reads("dynamodb_scan")
+def _read_dynamodb_scan(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """A DynamoDB scan; its table comes from the file name, else from the only describe-table of its folder."""
+    text = _json_text(item, kind, ctx)
+    if text is None:
+        return
+    name = PurePosixPath(item.source).name
+    table = _dynamodb.table_from_scan_name(name)
+    if table is None:
+        siblings = ctx.describes_by_folder.get(str(PurePosixPath(item.source).parent), [])
+        table = siblings[0] if len(set(siblings)) == 1 else None
+    rows, problems = _dynamodb.scan_rows(text, table=table, host=item.host, source=item.source,
+                                         capture_time=_mtime(Path(item.path)))
+    ctx.out.dynamo_items.extend(rows)
+    ctx.out.problems.extend(problems)
+
+
+@_reads("dynamodb_table")
+def _read_dynamodb_table(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """Nothing: describe-table captures are read before every other item (:func:`collect_state_rows`)."""
+
+
+@_reads("cloudtrail")
+def _read_cloudtrail(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """A CloudTrail export."""
+    text = _json_text(item, kind, ctx)
+    if text is None:
+        return
+    rows, problems = _cloudtrail.cloudtrail_rows(text, host=item.host, source=item.source)
+    ctx.out.cloudtrail.extend(rows)
+    ctx.out.problems.extend(problems)
+
+
+@_reads("nifi_state")
+def _read_nifi_state(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """NiFi component state as the REST API or the toolkit's CLI prints it."""
+    text = _json_text(item, kind, ctx)
+    if text is None:
+        return
+    rows, problems = _nifi.nifi_state_rows(text, host=item.host, source=item.source,
+                                           capture_time=_mtime(Path(item.path)))
+    ctx.out.nifi_state.extend(rows)
+    ctx.out.problems.extend(problems)
+
+
+@_reads("nifi_wal_file")
+def _read_nifi_wal_file(item: StateItem, kind: str, ctx: _ReadContext) -> None:
+    """One NiFi write-ahead-log file found on its own."""
+    try:
+        snap = _nifi_wal.lone_file_snapshot(Path(item.path))
+    except OSError as exc:
+        ctx.out.problems.append((item.source, f"cannot read NiFi write-ahead-log file: {exc}"))
+        return
+    _add_nifi(ctx.out, snap, item)
+
+
+def _json_text(item: StateItem, kind: str, ctx: _ReadContext) -> str | None:
+    """The text of a JSON capture within the bundle's budget; ``None`` (and a problem) when it cannot be read."""
+    try:
+        return ctx.budget.read_text(item)
+    except (OSError, ValueError) as exc:
+        ctx.out.problems.append((item.source, f"cannot read {kind} capture: {exc}"))
+        return None
 
 
 def _add_nifi(out: StateRows, snap: Any, item: StateItem) -> None:
@@ -308,3 +375,9 @@ def _add_nifi(out: StateRows, snap: Any, item: StateItem) -> None:
     out.nifi_repository_files.extend(files)
     out.nifi_local_state.extend(states)
     out.problems.extend(problems)
+
+
+# Every kind STATE_KINDS names has its reader, and no reader reads a kind it does not name: checked on import, so
+# a kind added on one side only fails at once rather than on the first bundle holding it.
+if set(_READERS) != set(STATE_KINDS):
+    raise RuntimeError(f"state kinds without a reader or readers without a kind: {set(_READERS) ^ set(STATE_KINDS)}")
