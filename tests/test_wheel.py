@@ -50,7 +50,7 @@ def test_wheel_carries_data_files_and_nothing_from_tests_or_samples(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
 
     def expected(folder: str, pattern: str, inside: str) -> set[str]:
-        found = {f"{inside}/{p.name}" for p in (REPO / folder).glob(pattern)}
+        found = {f"{inside}/{p.name}" for p in (REPO / folder).glob(pattern) if p.is_file()}
         assert found, f"{folder}/{pattern} matches nothing in the repository"
         return found
 
@@ -58,6 +58,7 @@ def test_wheel_carries_data_files_and_nothing_from_tests_or_samples(wheel):
         ("toolkit/catalogue", "*.toml", "toolkit/catalogue"),
         ("toolkit/knowledge", "*.toml", "toolkit/knowledge"),
         ("toolkit/resources", "*", "toolkit/resources"),
+        ("toolkit/resources/schemas", "*.json", "toolkit/resources/schemas"),
         ("toolkit/report/templates", "*.html", "toolkit/report/templates"),
         ("notebooks", "*.ipynb", "toolkit/notebooks"),
         ("playbooks", "*.md", "toolkit/playbooks"),
