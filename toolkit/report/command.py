@@ -24,7 +24,7 @@ from typing import Sequence
 from toolkit.bundle import mark_output_dir
 from toolkit.options import AnalysisOptions, add_command_arguments, options_from_args
 from toolkit.progress import Progress, console_progress
-from toolkit.report.channel import EXIT_USAGE
+from toolkit.report.channel import EXIT_USAGE, KernelChannel
 from toolkit.report.export import export_html, prepare_export
 from toolkit.report.investigation import LOG_DIR
 from toolkit.report.parameters import ParameterError, _fmt, validate_parameters
@@ -77,9 +77,10 @@ def make_report(
     load_notebook_engine()  # before the export thread: both import the Jupyter client
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="export") as ahead:
         ahead.submit(prepare_export)  # the kernel works meanwhile; the export then starts ready
-        executed = out / "report.ipynb"
-        outcome = execute_notebook(source, executed, parameters, cwd=out, progress=say, log_dir=out / LOG_DIR,
-                                   verbose=verbose)
+        channel = KernelChannel(folder=out / LOG_DIR, verbose=verbose)
+        executed = execute_notebook(source, out / "report.ipynb", parameters, cwd=out, progress=say,
+                                    log_dir=out / LOG_DIR, verbose=verbose, channel=channel)
+        outcome = channel.read()
     started = time.monotonic()
     html_path = export_html(executed, out / "report.html", title=f"Incident report: {params.bundle_name}")
     say(f"wrote report.html ({html_path.stat().st_size / 1e6:.1f} MB, charts and their JavaScript inline) "

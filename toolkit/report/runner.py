@@ -136,21 +136,23 @@ def load_notebook_engine() -> None:
 
 def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path,
                      progress: Progress | None = None, timeout_s: int = 1800,
-                     log_dir: Path | None = None, verbose: bool = False) -> KernelOutcome | None:
-    """Run a notebook headless with papermill on this interpreter's kernel; raise ReportError on failure.
+                     log_dir: Path | None = None, verbose: bool = False,
+                     channel: KernelChannel | None = None) -> Path:
+    """Run a notebook headless with papermill on this interpreter's kernel and return ``output``; raise ReportError
+    on failure.
 
-    The notebook gets the ``command_channel`` parameter (:class:`toolkit.report.channel.KernelChannel`, in
-    ``log_dir`` or beside ``output``): stage lines it writes there are passed to ``progress`` while it runs, and
-    the outcome it writes is returned (None when the notebook wrote none). An analysis that failed raises
-    ReportError with the outcome's sentence and exit code. With ``log_dir`` (and not ``verbose``) the kernel's
-    console output lands in ``log_dir/kernel.log``.
+    The notebook gets the ``command_channel`` parameter (``channel``; by default a
+    :class:`toolkit.report.channel.KernelChannel` in ``log_dir``, or beside ``output``): stage lines it writes there
+    are passed to ``progress`` while it runs, and an analysis that failed raises ReportError with the sentence and
+    exit code of the outcome it wrote (``channel.read()`` gives the outcome of a run that did not fail). With
+    ``log_dir`` (and not ``verbose``) the kernel's console output lands in ``log_dir/kernel.log``.
     """
     import papermill as pm
 
     say = progress or (lambda _m: None)
     output.parent.mkdir(parents=True, exist_ok=True)
     manager = report_kernel_manager(log_dir / "kernel.log" if log_dir is not None and not verbose else None)
-    channel = KernelChannel(folder=log_dir or output.parent, verbose=verbose)
+    channel = channel or KernelChannel(folder=log_dir or output.parent, verbose=verbose)
     channel.clear()
     with tempfile.TemporaryDirectory(prefix="stream-incident-kernel-") as scratch, \
             kernel_for_this_interpreter(Path(scratch)) as kernel, FollowFile(channel.progress_file, say):
@@ -166,4 +168,4 @@ def execute_notebook(notebook: Path, output: Path, parameters: dict[str, Any], c
                 raise ReportError(outcome.message or exc.ename, outcome.exit_code) from exc
             raise ReportError(f"the notebook failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
                               f"(see {output})") from exc
-    return channel.read()
+    return output
